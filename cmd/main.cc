@@ -1,0 +1,51 @@
+// kelp: one binary, subcommands as `weed` has them. Each subcommand lives with its service
+// and takes the arguments after its name.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "cmd/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*main)(int argc, char** argv);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"server", kelp::ServerMain, "filer + one volume server in one process (the embedded default)"},
+    {"filer", kelp::FilerMain, "the namespace (RocksDB), cluster coordination and HTTP/gRPC APIs"},
+    {"volume", kelp::VolumeMain, "a volume server storing blobs in append-only volumes"},
+    {"mount", kelp::MountMain, "mount the filesystem with FUSE"},
+    {"benchmark", kelp::BenchmarkMain, "write then read n blobs against a cluster, weed-style"},
+    {"filer.fsck", kelp::FsckMain, "check (and with -fix repair) the filer's metadata"},
+    {"version", kelp::VersionMain, "print the version"},
+};
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out, "Kelp: a distributed filesystem.\n\nUsage: kelp <command> [flags]\n\nCommands:\n");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-11s %s\n", c.name, c.summary);
+  std::fprintf(out, "\nRun 'kelp <command> -h' for the flags of a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return 2;
+  }
+  std::string_view name = argv[1];
+  if (name == "-h" || name == "-help" || name == "--help" || name == "help") {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (name == "-version" || name == "--version") name = "version";
+  for (const auto& c : kCommands) {
+    if (name == c.name) return c.main(argc - 2, argv + 2);
+  }
+  std::fprintf(stderr, "kelp: unknown command \"%s\" (see 'kelp -h')\n", argv[1]);
+  return 2;
+}

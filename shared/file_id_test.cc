@@ -1,0 +1,33 @@
+#include "shared/file_id.h"
+
+#include <catch2/catch.hpp>
+
+using kelp::FileId;
+
+TEST_CASE("file id parses SeaweedFS spelling") {
+  auto id = FileId::Parse("3,01637037d6");
+  REQUIRE(id.ok());
+  CHECK(id->volume_id == 3);
+  CHECK(id->key == 0x01);
+  CHECK(id->cookie == 0x637037d6);
+  CHECK(id->ToString() == "3,01637037d6");
+}
+
+TEST_CASE("file id round trips large keys and sibling suffixes") {
+  FileId f{42, 0x123456789abcdefULL, 0xdeadbeef};
+  auto back = FileId::Parse(f.ToString());
+  REQUIRE(back.ok());
+  CHECK(*back == f);
+  auto sib = FileId::Parse(f.ToString() + "_3");
+  REQUIRE(sib.ok());
+  CHECK(sib->key == f.key + 3);
+}
+
+TEST_CASE("malformed file ids are rejected") {
+  for (const char* bad : {"", "3", ",01637037d6", "3,", "3,637037d6", "x,01637037d6", "3,01637037dz",
+                          "0,01637037d6", "3,01637037d6_", "3,01637037d6_x", "3,1111111111111111111637037d6",
+                          "-1,01637037d6"}) {
+    INFO(bad);
+    CHECK_FALSE(FileId::Parse(bad).ok());
+  }
+}

@@ -1,0 +1,50 @@
+#include "shared/status.h"
+
+#include <cerrno>
+
+#include <catch2/catch.hpp>
+
+#include "shared/grpc_status.h"
+
+TEST_CASE("posix errors keep their errno through gRPC") {
+  for (int err : {ENOENT, ENOTEMPTY, EXDEV, ENOSPC, EISDIR, ENOTDIR, ENAMETOOLONG, EEXIST, EACCES, ELOOP}) {
+    absl::Status s = kelp::PosixError(err, "x");
+    CHECK(kelp::ErrnoOf(s) == err);
+    absl::Status back = kelp::FromGrpcStatus(kelp::ToGrpcStatus(s));
+    CHECK(kelp::ErrnoOf(back) == err);
+    CHECK(back.code() == s.code());
+  }
+  CHECK(kelp::ErrnoOf(absl::OkStatus()) == 0);
+  CHECK(kelp::ErrnoOf(absl::NotFoundError("x")) == ENOENT);
+  CHECK(kelp::ErrnoOf(absl::UnavailableError("x")) == EIO);
+}
+
+TEST_CASE("http status of errors") {
+  CHECK(kelp::HttpStatusOf(kelp::PosixError(ENOENT, "")) == 404);
+  CHECK(kelp::HttpStatusOf(kelp::PosixError(ENOSPC, "")) == 507);
+  CHECK(kelp::HttpStatusOf(kelp::PosixError(ENOTEMPTY, "")) == 409);
+  CHECK(kelp::HttpStatusOf(absl::InvalidArgumentError("")) == 400);
+  CHECK(kelp::HttpStatusOf(absl::InternalError("")) == 500);
+}
+
+namespace {
+absl::StatusOr<int> Half(int x) {
+  if (x % 2) return absl::InvalidArgumentError("odd");
+  return x / 2;
+}
+absl::StatusOr<int> Quarter(int x) {
+  ASSIGN_OR_RETURN(int h, Half(x));
+  ASSIGN_OR_RETURN(int q, Half(h));
+  return q;
+}
+}  // namespace
+
+TEST_CASE("status macros propagate") {
+  CHECK(*Quarter(8) == 2);
+  CHECK(Quarter(6).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("grpc address derives port + 10000") {
+  CHECK(kelp::GrpcAddressOf("localhost:8888") == "127.0.0.1:18888");
+  CHECK(kelp::GrpcAddressOf("10.0.0.1:8080", 9999) == "10.0.0.1:9999");
+}

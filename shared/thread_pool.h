@@ -1,0 +1,47 @@
+// A fixed set of worker threads fed from a bounded queue. Submit blocks while the queue is
+// full (back-pressure); TrySubmit refuses instead. Stop() drains queued work, then joins.
+// Submit/TrySubmit may be called from any thread, including a worker.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+
+namespace kelp {
+
+class ThreadPool {
+ public:
+  ThreadPool(std::string name, size_t threads, size_t max_queue);
+  ~ThreadPool();  // calls Stop()
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Returns false only after Stop().
+  bool Submit(std::function<void()> task);
+  // Returns false if the queue is full or the pool is stopped.
+  bool TrySubmit(std::function<void()> task);
+  void Stop();
+
+  size_t size() const { return threads_.size(); }
+  size_t queued() const;
+
+ private:
+  void Run();
+
+  const std::string name_;
+  const size_t max_queue_;
+  mutable std::mutex mu_;
+  std::condition_variable not_empty_, not_full_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace kelp

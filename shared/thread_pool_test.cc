@@ -1,0 +1,29 @@
+#include "shared/thread_pool.h"
+
+#include <atomic>
+
+#include <catch2/catch.hpp>
+
+TEST_CASE("thread pool runs everything submitted before stop") {
+  std::atomic<int> n{0};
+  {
+    kelp::ThreadPool pool("t", 4, 8);
+    for (int i = 0; i < 1000; ++i) REQUIRE(pool.Submit([&] { n.fetch_add(1); }));
+    pool.Stop();
+    CHECK_FALSE(pool.Submit([] {}));
+  }
+  CHECK(n.load() == 1000);
+}
+
+TEST_CASE("try submit refuses when the queue is full") {
+  std::atomic<bool> release{false};
+  kelp::ThreadPool pool("t", 1, 1);
+  REQUIRE(pool.Submit([&] {
+    while (!release.load()) std::this_thread::yield();
+  }));
+  // One task may be queued behind the running one; the next must be refused.
+  bool refused = false;
+  for (int i = 0; i < 3 && !refused; ++i) refused = !pool.TrySubmit([] {});
+  CHECK(refused);
+  release = true;
+}
