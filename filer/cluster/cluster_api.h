@@ -1,0 +1,34 @@
+// What the namespace (filer/core) needs from cluster coordination. Implemented by
+// filer/cluster/topology.h; unit tests use a fake. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/cluster.pb.h"
+
+namespace kelp::filer {
+
+class ClusterApi {
+ public:
+  virtual ~ClusterApi() = default;
+
+  // Reserves count consecutive needle keys on a writable volume.
+  virtual absl::StatusOr<cluster::AssignResponse> Assign(const cluster::AssignRequest& req) = 0;
+  virtual absl::StatusOr<cluster::LookupVolumeResponse> LookupVolume(const cluster::LookupVolumeRequest& req) = 0;
+
+  struct Capacity {
+    uint64_t total_bytes = 0;
+    uint64_t free_bytes = 0;
+  };
+  virtual Capacity GetCapacity() = 0;
+
+  // Deletes blobs from every replica. One status per fid, in order: OK when deleted or
+  // already absent; an error when it must be retried later.
+  virtual std::vector<absl::Status> DeleteBlobs(const std::vector<std::string>& fids) = 0;
+};
+
+}  // namespace kelp::filer

@@ -1,0 +1,91 @@
+// The filer's persistence boundary: an ordered key-value store with atomic write batches.
+// The namespace, the cluster sequences, the GC queue and the event log all live on top of it
+// (key layout: docs/filer-keys.md). RocksDB is the embedded default (rocksdb_kv_store.h); an
+// in-memory implementation (memory_kv_store.h) serves unit tests; a distributed database can
+// implement the same interface later.
+//
+// Thread-safety: every method may be called from any thread concurrently. A WriteBatch is
+// applied atomically: readers see all of it or none of it. Atomicity across a read and a
+// later write is the caller's business (the filer uses striped locks).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kelp::filer {
+
+class WriteBatch {
+ public:
+  void Put(std::string_view key, std::string_view value) { ops_.push_back({Op::kPut, std::string(key), std::string(value)}); }
+  void Delete(std::string_view key) { ops_.push_back({Op::kDelete, std::string(key), {}}); }
+  // Deletes every key in [begin, end).
+  void DeleteRange(std::string_view begin, std::string_view end) {
+    ops_.push_back({Op::kDeleteRange, std::string(begin), std::string(end)});
+  }
+  bool empty() const { return ops_.empty(); }
+  size_t size() const { return ops_.size(); }
+  void Clear() { ops_.clear(); }
+
+  struct Op {
+    enum Kind { kPut, kDelete, kDeleteRange } kind;
+    std::string key;
+    std::string value;  // kPut: the value; kDeleteRange: the end key
+  };
+  const std::vector<Op>& ops() const { return ops_; }
+
+ private:
+  std::vector<Op> ops_;
+};
+
+// A forward iterator over a key range, from a consistent snapshot taken at creation.
+class KvIterator {
+ public:
+  virtual ~KvIterator() = default;
+  virtual bool Valid() const = 0;
+  virtual void Next() = 0;
+  virtual std::string_view key() const = 0;
+  virtual std::string_view value() const = 0;
+  virtual absl::Status status() const = 0;
+};
+
+class KvStore {
+ public:
+  virtual ~KvStore() = default;
+
+  // NotFound when absent.
+  virtual absl::StatusOr<std::string> Get(std::string_view key) = 0;
+  // sync: the batch is durable (WAL fsynced) before this returns. Without it the batch is in
+  // the WAL (survives a process crash) but may be lost on power loss.
+  virtual absl::Status Write(const WriteBatch& batch, bool sync) = 0;
+  // Iterates keys in [begin, end) in byte order; end empty = to the end of the keyspace.
+  virtual std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) = 0;
+  // Makes every earlier write durable.
+  virtual absl::Status Sync() = 0;
+  // Approximate bytes used on disk (for statfs and metrics).
+  virtual uint64_t ApproximateSize() = 0;
+
+  absl::Status Put(std::string_view key, std::string_view value, bool sync = false) {
+    WriteBatch b;
+    b.Put(key, value);
+    return Write(b, sync);
+  }
+  absl::Status Delete(std::string_view key, bool sync = false) {
+    WriteBatch b;
+    b.Delete(key);
+    return Write(b, sync);
+  }
+};
+
+// Opens (creating if needed) a RocksDB store in dir.
+absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir);
+std::unique_ptr<KvStore> NewMemoryKvStore();
+
+}  // namespace kelp::filer

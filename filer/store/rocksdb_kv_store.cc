@@ -1,0 +1,122 @@
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include "filer/store/kv_store.h"
+#include "shared/strings.h"
+
+namespace kelp::filer {
+namespace {
+
+absl::Status FromRocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  if (s.IsNotFound()) return absl::NotFoundError(StrCat(what, ": not found"));
+  if (s.IsNoSpace()) return absl::ResourceExhaustedError(StrCat(what, ": ", s.ToString()));
+  return absl::InternalError(StrCat(what, ": ", s.ToString()));
+}
+
+rocksdb::Slice S(std::string_view v) { return rocksdb::Slice(v.data(), v.size()); }
+
+class RocksIterator : public KvIterator {
+ public:
+  RocksIterator(rocksdb::DB* db, const rocksdb::Snapshot* snap, std::string begin, std::string end)
+      : db_(db), snap_(snap), begin_(std::move(begin)), end_(std::move(end)) {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap_;
+    if (!end_.empty()) {
+      upper_ = rocksdb::Slice(end_);
+      ro.iterate_upper_bound = &upper_;
+    }
+    it_.reset(db_->NewIterator(ro));
+    it_->Seek(S(begin_));
+  }
+  ~RocksIterator() override {
+    it_.reset();
+    db_->ReleaseSnapshot(snap_);
+  }
+  bool Valid() const override { return it_->Valid(); }
+  void Next() override { it_->Next(); }
+  std::string_view key() const override { return it_->key().ToStringView(); }
+  std::string_view value() const override { return it_->value().ToStringView(); }
+  absl::Status status() const override { return FromRocks(it_->status(), "scan"); }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snap_;
+  std::string begin_, end_;
+  rocksdb::Slice upper_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
+
+class RocksKvStore : public KvStore {
+ public:
+  explicit RocksKvStore(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {}
+  ~RocksKvStore() override {
+    if (db_) {
+      db_->FlushWAL(true);
+      db_->Close();
+    }
+  }
+
+  absl::StatusOr<std::string> Get(std::string_view key) override {
+    std::string value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), S(key), &value);
+    if (s.IsNotFound()) return absl::NotFoundError("key not found");
+    if (!s.ok()) return FromRocks(s, "get");
+    return value;
+  }
+
+  absl::Status Write(const WriteBatch& batch, bool sync) override {
+    rocksdb::WriteBatch wb;
+    for (const auto& op : batch.ops()) {
+      switch (op.kind) {
+        case WriteBatch::Op::kPut: wb.Put(S(op.key), S(op.value)); break;
+        case WriteBatch::Op::kDelete: wb.Delete(S(op.key)); break;
+        case WriteBatch::Op::kDeleteRange: wb.DeleteRange(S(op.key), S(op.value)); break;
+      }
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    return FromRocks(db_->Write(wo, &wb), "write");
+  }
+
+  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) override {
+    return std::make_unique<RocksIterator>(db_.get(), db_->GetSnapshot(), std::string(begin), std::string(end));
+  }
+
+  absl::Status Sync() override { return FromRocks(db_->FlushWAL(true), "sync WAL"); }
+
+  uint64_t ApproximateSize() override {
+    uint64_t v = 0;
+    db_->GetIntProperty("rocksdb.total-sst-files-size", &v);
+    uint64_t mem = 0;
+    db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &mem);
+    return v + mem;
+  }
+
+ private:
+  std::unique_ptr<rocksdb::DB> db_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir) {
+  rocksdb::Options opts;
+  opts.create_if_missing = true;
+  opts.IncreaseParallelism(2);
+  opts.OptimizeLevelStyleCompaction();
+  // With sync=false writes still go to the WAL; manual_wal_flush=false means each write
+  // reaches the OS, so a process crash loses nothing acknowledged.
+  opts.manual_wal_flush = false;
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10, false));
+  table.whole_key_filtering = true;
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);
+  if (!s.ok()) return absl::UnavailableError(StrCat("open RocksDB at ", dir, ": ", s.ToString()));
+  return std::unique_ptr<KvStore>(new RocksKvStore(std::unique_ptr<rocksdb::DB>(raw)));
+}
+
+}  // namespace kelp::filer
