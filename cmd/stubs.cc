@@ -13,10 +13,8 @@ int NotYet(const char* what) {
 }  // namespace
 
 int ServerMain(int, char**) { return NotYet("server"); }
-int FilerMain(int, char**) { return NotYet("filer"); }
 int FsckMain(int, char**) { return NotYet("filer.fsck"); }
 int VolumeMain(int, char**) { return NotYet("volume"); }
 int MountMain(int, char**) { return NotYet("mount"); }
-int BenchmarkMain(int, char**) { return NotYet("benchmark"); }
 
 }  // namespace kelp

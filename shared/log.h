@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "shared/strings.h"  // fmt formatters for absl::Status and absl::string_view
+
 namespace kelp {
 
 // level: "debug", "info", "warn", "error". Logs go to stderr.

@@ -158,4 +158,14 @@ uint64_t ResidentBytes() {
   return n == 2 ? resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
+void RegisterProcessMetrics() {
+  static bool once = [] {
+    auto& r = MetricsRegistry::Default();
+    r.AddCallback("process_resident_memory_bytes", "Resident memory size in bytes.",
+                  [] { return static_cast<double>(ResidentBytes()); });
+    return true;
+  }();
+  (void)once;
+}
+
 }  // namespace kelp

@@ -92,4 +92,7 @@ class MetricsRegistry {
 // Process resident set size in bytes (from /proc/self/statm).
 uint64_t ResidentBytes();
 
+// Registers process-wide gauges (resident memory, threads) once; idempotent.
+void RegisterProcessMetrics();
+
 }  // namespace kelp

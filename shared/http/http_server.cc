@@ -358,6 +358,13 @@ struct HttpServer::Loop {
 
 HttpServer::HttpServer(Options options, Handler* handler) : opts_(std::move(options)), handler_(handler) {
   if (opts_.loop_threads <= 0) opts_.loop_threads = std::max(1u, std::thread::hardware_concurrency());
+  auto& m = MetricsRegistry::Default();
+  requests_ = m.GetCounter("kelp_http_requests_total", "HTTP requests answered.", {{"server", opts_.name}});
+  inline_requests_ = m.GetCounter("kelp_http_inline_requests_total", "HTTP requests answered on the event loop.",
+                                  {{"server", opts_.name}});
+  bad_requests_ = m.GetCounter("kelp_http_malformed_requests_total", "HTTP requests rejected by the parser.",
+                               {{"server", opts_.name}});
+  RegisterProcessMetrics();
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -583,6 +590,7 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
         break;
       }
       if (r.kind == ParseResult::kError) {
+        bad_requests_->Inc();
         EmitParseError(c, r.status, r.error);
         break;
       }
@@ -627,6 +635,8 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
       w.SendError(500, "internal error");
     }
     FinishResponse(w, c);
+    requests_->Inc();
+    inline_requests_->Inc();
     c->Consume(req.body_left_);  // body bytes the handler did not read
     c->have_head_ = false;
     if (w.close_after_ || !req.head_.keep_alive) c->want_close_ = true;
@@ -672,6 +682,7 @@ void HttpServer::RunBlocking(Loop* loop, Conn* c) {
     w.SendError(500, "internal error");
   }
   FinishResponse(w, c);
+  requests_->Inc();
   if (!c->FlushBlocking().ok()) c->want_close_ = true;
   if (w.close_after_ || !req.head_.keep_alive) c->want_close_ = true;
   // Skip a body the handler left unread, if it is small enough to be worth keeping the

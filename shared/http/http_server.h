@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shared/http/http_parser.h"
+#include "shared/metrics.h"
 #include "shared/thread_pool.h"
 
 namespace kelp::http {
@@ -144,6 +145,9 @@ class HttpServer {
 
   Options opts_;
   Handler* handler_;
+  Counter* requests_ = nullptr;
+  Counter* inline_requests_ = nullptr;
+  Counter* bad_requests_ = nullptr;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};

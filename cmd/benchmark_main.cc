@@ -1,0 +1,306 @@
+// kelp benchmark: SeaweedFS's `weed benchmark` against a Kelp cluster. Writes n blobs of
+// -size bytes at concurrency -c (assign at the filer, then PUT to the volume server), then
+// reads them all back in random order and checks every byte. Prints weed's report shape.
+// Failed requests are counted and shown; the exit code is 1 if any failed.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cmd/commands.h"
+#include "shared/file_id.h"
+#include "shared/flags.h"
+#include "shared/http/http_client.h"
+#include "shared/log.h"
+#include "shared/strings.h"
+
+namespace kelp {
+namespace {
+
+struct BenchOptions {
+  std::string filer = "localhost:8888";
+  int concurrency = 16;
+  int64_t n = 1024 * 1024;
+  int size = 1024;
+  std::string collection = "benchmark";
+  std::string replication;
+  bool write = true;
+  bool read = true;
+  bool fsync = false;
+  uint64_t seed = 1;
+};
+
+// Content of blob i: deterministic, so the read phase can check every byte without keeping
+// the data.
+void FillBlob(uint64_t seed, uint64_t i, std::string* out, size_t size) {
+  out->resize(size);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ULL ^ (i + 1) * 0xBF58476D1CE4E5B9ULL;
+  size_t pos = 0;
+  while (pos < size) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    size_t take = std::min<size_t>(8, size - pos);
+    memcpy(out->data() + pos, &x, take);
+    pos += take;
+  }
+}
+
+struct Record {
+  std::string fid;
+  uint32_t url_index = 0;  // into Urls
+  bool ok = false;
+};
+
+class Stats {
+ public:
+  void Add(double ms, bool ok, uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    if (ok) {
+      latencies_.push_back(ms);
+      bytes_ += bytes;
+    } else {
+      ++failed_;
+    }
+  }
+  uint64_t completed() const {
+    std::lock_guard lock(mu_);
+    return latencies_.size();
+  }
+  uint64_t failed() const {
+    std::lock_guard lock(mu_);
+    return failed_;
+  }
+  uint64_t bytes() const {
+    std::lock_guard lock(mu_);
+    return bytes_;
+  }
+  std::vector<double> latencies() const {
+    std::lock_guard lock(mu_);
+    return latencies_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<double> latencies_;
+  uint64_t failed_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+class Benchmark {
+ public:
+  explicit Benchmark(BenchOptions o) : opts_(std::move(o)), client_(ClientOptions(o.concurrency)) {}
+
+  int Run() {
+    std::printf("This is Kelp's benchmark (weed benchmark compatible report), against filer %s\n\n",
+                opts_.filer.c_str());
+    records_.resize(opts_.n);
+    uint64_t failures = 0;
+    if (opts_.write) failures += Phase("Writing", true);
+    if (opts_.read) failures += Phase("Randomly Reading", false);
+    return failures == 0 ? 0 : 1;
+  }
+
+ private:
+  static http::HttpClient::Options ClientOptions(int c) {
+    http::HttpClient::Options o;
+    o.max_idle_per_host = std::max(64, c * 2);
+    return o;
+  }
+
+  uint32_t UrlIndex(const std::string& url) {
+    std::lock_guard lock(urls_mu_);
+    auto it = url_ids_.find(url);
+    if (it != url_ids_.end()) return it->second;
+    urls_.push_back(url);
+    url_ids_[url] = urls_.size() - 1;
+    return urls_.size() - 1;
+  }
+  std::string UrlAt(uint32_t i) {
+    std::lock_guard lock(urls_mu_);
+    return urls_[i];
+  }
+
+  bool WriteOne(uint64_t i, std::string& buf, std::string& err) {
+    std::string target = StrCat("/dir/assign?collection=", http::PercentEncodeQuery(opts_.collection));
+    if (!opts_.replication.empty()) StrAppend(&target, "&replication=", opts_.replication);
+    auto a = client_.Get(opts_.filer, target);
+    if (!a.ok() || a->status != 200) {
+      err = a.ok() ? StrCat("assign: HTTP ", a->status, " ", a->body) : StrCat("assign: ", a.status().ToString());
+      return false;
+    }
+    auto j = nlohmann::json::parse(a->body, nullptr, false);
+    if (j.is_discarded() || !j.contains("fid") || !j.contains("url")) {
+      err = "assign: bad reply " + a->body;
+      return false;
+    }
+    std::string fid = j["fid"], url = j["url"];
+    FillBlob(opts_.seed, i, &buf, opts_.size);
+    auto p = client_.Do("PUT", url, StrCat("/", fid, opts_.fsync ? "?fsync=true" : ""), {}, buf);
+    if (!p.ok() || p->status >= 300) {
+      err = p.ok() ? StrCat("upload ", fid, ": HTTP ", p->status, " ", p->body)
+                   : StrCat("upload ", fid, ": ", p.status().ToString());
+      return false;
+    }
+    records_[i].fid = std::move(fid);
+    records_[i].url_index = UrlIndex(url);
+    records_[i].ok = true;
+    return true;
+  }
+
+  bool ReadOne(uint64_t i, std::string& buf, std::string& err) {
+    const Record& r = records_[i];
+    auto g = client_.Get(UrlAt(r.url_index), "/" + r.fid);
+    if (!g.ok() || g->status != 200) {
+      err = g.ok() ? StrCat("read ", r.fid, ": HTTP ", g->status) : StrCat("read ", r.fid, ": ", g.status().ToString());
+      return false;
+    }
+    FillBlob(opts_.seed, i, &buf, opts_.size);
+    if (g->body != buf) {
+      err = StrCat("read ", r.fid, ": content differs from what was written");
+      return false;
+    }
+    return true;
+  }
+
+  uint64_t Phase(const char* name, bool write) {
+    std::printf("------------ %s Benchmark ----------\n", name);
+    std::fflush(stdout);
+    std::vector<uint64_t> order;
+    for (int64_t i = 0; i < opts_.n; ++i) {
+      if (write || records_[i].ok) order.push_back(i);
+    }
+    if (!write) std::shuffle(order.begin(), order.end(), std::mt19937_64(opts_.seed));
+    Stats stats;
+    std::atomic<size_t> next{0};
+    std::atomic<bool> done{false};
+    std::mutex err_mu;
+    uint64_t errors_printed = 0;
+    auto start = std::chrono::steady_clock::now();
+    std::thread progress([&] {
+      uint64_t last = 0;
+      auto t0 = std::chrono::steady_clock::now();
+      while (!done) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        auto now = std::chrono::steady_clock::now();
+        if (now - t0 < std::chrono::seconds(1) && !done) continue;
+        double secs = std::chrono::duration<double>(now - t0).count();
+        uint64_t c = stats.completed() + stats.failed();
+        std::printf("Completed %lu of %zu requests, %.1f%% %.1f/s %.1fMB/s\n", c, order.size(),
+                    order.empty() ? 100.0 : 100.0 * c / order.size(), (c - last) / secs,
+                    (c - last) * opts_.size / secs / 1e6);
+        std::fflush(stdout);
+        last = c;
+        t0 = now;
+      }
+    });
+    std::vector<std::thread> workers;
+    for (int w = 0; w < opts_.concurrency; ++w) {
+      workers.emplace_back([&] {
+        std::string buf, err;
+        for (;;) {
+          size_t k = next.fetch_add(1);
+          if (k >= order.size()) break;
+          auto t = std::chrono::steady_clock::now();
+          bool ok = write ? WriteOne(order[k], buf, err) : ReadOne(order[k], buf, err);
+          double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+          stats.Add(ms, ok, opts_.size);
+          if (!ok) {
+            std::lock_guard lock(err_mu);
+            if (errors_printed++ < 10) std::fprintf(stderr, "failed: %s\n", err.c_str());
+          }
+        }
+      });
+    }
+    for (auto& t : workers) t.join();
+    done = true;
+    progress.join();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    Report(stats, secs);
+    return stats.failed();
+  }
+
+  void Report(const Stats& stats, double secs) {
+    auto lat = stats.latencies();
+    std::sort(lat.begin(), lat.end());
+    double sum = std::accumulate(lat.begin(), lat.end(), 0.0);
+    double avg = lat.empty() ? 0 : sum / lat.size();
+    double var = 0;
+    for (double v : lat) var += (v - avg) * (v - avg);
+    double std_dev = lat.empty() ? 0 : std::sqrt(var / lat.size());
+    std::printf("\nConcurrency Level:      %d\n", opts_.concurrency);
+    std::printf("Time taken for tests:   %.3f seconds\n", secs);
+    std::printf("Completed requests:      %zu\n", lat.size());
+    std::printf("Failed requests:        %lu\n", stats.failed());
+    std::printf("Total transferred:      %lu bytes\n", stats.bytes());
+    std::printf("Requests per second:    %.2f [#/sec]\n", lat.size() / secs);
+    std::printf("Transfer rate:          %.2f [Kbytes/sec]\n", stats.bytes() / 1024.0 / secs);
+    std::printf("\nConnection Times (ms)\n");
+    std::printf("              min      avg        max      std\n");
+    std::printf("Total:        %.1f      %.1f       %.1f      %.1f\n", lat.empty() ? 0 : lat.front(), avg,
+                lat.empty() ? 0 : lat.back(), std_dev);
+    std::printf("\nPercentage of the requests served within a certain time (ms)\n");
+    for (int p : {50, 66, 75, 80, 90, 95, 98, 99, 100}) {
+      double v = 0;
+      if (!lat.empty()) {
+        size_t idx = std::min(lat.size() - 1, static_cast<size_t>(std::ceil(lat.size() * p / 100.0)) - (p ? 1 : 0));
+        v = lat[idx];
+      }
+      std::printf("  %3d%%    %5.1f ms\n", p, v);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  BenchOptions opts_;
+  http::HttpClient client_;
+  std::vector<Record> records_;
+  std::mutex urls_mu_;
+  std::vector<std::string> urls_;
+  std::map<std::string, uint32_t> url_ids_;
+};
+
+}  // namespace
+
+int BenchmarkMain(int argc, char** argv) {
+  BenchOptions o;
+  FlagSet flags("benchmark", "kelp benchmark [flags]",
+                "Writes -n blobs of -size bytes at concurrency -c (assign at the filer, upload to volume servers),\n"
+                "then reads them all back in random order, checking every byte. Exit code 1 if any request failed.");
+  flags.Add("filer", &o.filer, "filer address host:port (HTTP)");
+  flags.Alias("master", "filer");
+  flags.Alias("server", "filer");
+  flags.Add("c", &o.concurrency, "number of concurrent requests");
+  flags.Add("n", &o.n, "number of blobs to write and read");
+  flags.Add("size", &o.size, "blob size, in bytes");
+  flags.Add("collection", &o.collection, "collection to write into");
+  flags.Add("replication", &o.replication, "replication \"xyz\" (empty = the filer's default)");
+  flags.Add("write", &o.write, "run the write phase");
+  flags.Add("read", &o.read, "run the read phase (needs the write phase in the same run)");
+  flags.Add("fsync", &o.fsync, "ask volume servers to fsync every write");
+  flags.Add("seed", &o.seed, "seed for blob contents and read order");
+  flags.ParseOrExit(argc, argv);
+  if (o.concurrency < 1 || o.concurrency > 10000 || o.n < 1 || o.size < 1 || o.size > (256 << 20)) {
+    std::fprintf(stderr, "kelp benchmark: -c must be in [1, 10000], -n >= 1, -size in [1, 256 MiB]\n");
+    return 2;
+  }
+  if (o.read && !o.write) {
+    std::fprintf(stderr, "kelp benchmark: -read needs -write in the same run (it checks what was written)\n");
+    return 2;
+  }
+  InitLogging("warn");
+  return Benchmark(o).Run();
+}
+
+}  // namespace kelp

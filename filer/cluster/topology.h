@@ -1,0 +1,116 @@
+// The cluster as the filer sees it: volume servers (from their heartbeats), the volumes and
+// replicas they hold, which volumes are writable, and the persisted sequences for volume ids
+// and needle keys. It answers Assign and LookupVolume and grows new volumes on demand.
+// SeaweedFS's master does this job; in Kelp the filer does.
+//
+// Threads: every public method may be called from any thread. State sits under one mutex
+// held only for in-memory work; RPCs to volume servers (allocating volumes, deleting blobs)
+// happen outside it. A background thread marks servers dead when their heartbeats stop.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/base/thread_annotations.h"
+#include "filer/cluster/cluster_api.h"
+#include "filer/cluster/placement.h"
+#include "filer/cluster/sequencer.h"
+#include "filer/cluster/volume_admin.h"
+#include "filer/store/kv_store.h"
+#include "proto/cluster.pb.h"
+
+namespace kelp::filer {
+
+class Topology : public ClusterApi {
+ public:
+  struct Options {
+    // A volume at or over this size takes no new writes. Default: 30000 MiB.
+    uint64_t volume_size_limit = 30000ull << 20;
+    // Replication used when a request names none. Default: "000" (one copy).
+    std::string default_replication = "000";
+    // Heartbeat interval asked of volume servers, in ms. Default: 1000.
+    uint32_t pulse_ms = 1000;
+    // A server silent for this long is dead, in ms. Default: 5000.
+    uint32_t dead_after_ms = 5000;
+    // Volumes allocated per growth; 0 = by copies (1 copy: 4, 2: 3, 3: 2, more: 1).
+    int growth_count = 0;
+  };
+
+  Topology(Options options, KvStore* kv, VolumeAdmin* admin);
+  ~Topology() override;
+
+  // Loads the persisted sequences and starts the liveness thread.
+  absl::Status Start();
+  void Stop();
+
+  cluster::HeartbeatResponse Heartbeat(const cluster::HeartbeatRequest& req);
+
+  // ClusterApi
+  absl::StatusOr<cluster::AssignResponse> Assign(const cluster::AssignRequest& req) override;
+  absl::StatusOr<cluster::LookupVolumeResponse> LookupVolume(const cluster::LookupVolumeRequest& req) override;
+  Capacity GetCapacity() override;
+  std::vector<absl::Status> DeleteBlobs(const std::vector<std::string>& fids) override;
+
+  // True when Assign for this layout can answer from memory (no volume growth needed).
+  bool HasWritable(const std::string& collection, const std::string& replication) const;
+  nlohmann::json StatusJson() const;
+  // Marks servers whose heartbeats stopped as dead; the liveness thread calls it every pulse.
+  void CheckLiveness();
+
+ private:
+  struct Server {
+    cluster::HeartbeatRequest last;  // without volumes
+    std::chrono::steady_clock::time_point last_seen;
+    bool alive = false;
+    std::set<uint32_t> volumes;
+  };
+  struct Volume {
+    std::string collection;
+    std::string replication;  // normalized "xyz"
+    std::map<std::string, volume::VolumeInfo> replicas;  // by server url
+    // When the filer allocated it: a heartbeat composed before the allocation must not
+    // remove the new replica again.
+    std::chrono::steady_clock::time_point allocated_at;
+  };
+  struct Layout {
+    bool growing = false;
+  };
+
+  static std::string LayoutKey(const std::string& collection, const std::string& replication);
+  bool WritableLocked(const Volume& v) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<uint32_t> WritableVolumesLocked(const std::string& collection, const std::string& replication) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  cluster::Location LocationOf(const std::string& url) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Allocates new volumes for a layout; called without mu_ held.
+  absl::Status Grow(const std::string& collection, const Replication& rep);
+
+  const Options opts_;
+  KvStore* const kv_;
+  VolumeAdmin* const admin_;
+  Sequencer volume_ids_;
+  Sequencer needle_keys_;
+
+  mutable std::mutex mu_;
+  std::condition_variable grown_;  // signalled when a growth finishes
+  std::map<std::string, Server> servers_ ABSL_GUARDED_BY(mu_);  // by url (ip:port)
+  std::map<uint32_t, Volume> volumes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Layout> layouts_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
+  std::thread liveness_;
+};
+
+}  // namespace kelp::filer

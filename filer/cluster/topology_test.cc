@@ -1,0 +1,174 @@
+#include "filer/cluster/topology.h"
+
+#include <map>
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "shared/file_id.h"
+#include "shared/status.h"
+
+using namespace kelp;
+using namespace kelp::filer;
+
+namespace {
+
+class FakeAdmin : public VolumeAdmin {
+ public:
+  absl::Status AllocateVolume(const std::string& addr, uint32_t vid, const std::string& collection,
+                              const std::string& replication) override {
+    std::lock_guard lock(mu);
+    if (fail.count(addr)) return absl::UnavailableError("down");
+    allocated[addr].insert(vid);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<volume::BatchDeleteResponse> BatchDelete(const std::string& addr,
+                                                          const std::vector<std::string>& fids) override {
+    std::lock_guard lock(mu);
+    volume::BatchDeleteResponse r;
+    for (const auto& f : fids) {
+      auto* res = r.add_results();
+      res->set_fid(f);
+      res->set_status(200);
+      deleted[addr].push_back(f);
+    }
+    return r;
+  }
+  std::mutex mu;
+  std::set<std::string> fail;
+  std::map<std::string, std::set<uint32_t>> allocated;
+  std::map<std::string, std::vector<std::string>> deleted;
+};
+
+cluster::HeartbeatRequest Hb(int port, const std::string& rack = "r1") {
+  cluster::HeartbeatRequest h;
+  h.set_ip("127.0.0.1");
+  h.set_port(port);
+  h.set_grpc_port(port + 10000);
+  h.set_rack(rack);
+  h.set_max_volumes(8);
+  h.set_disk_free(100);
+  h.set_disk_total(200);
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("assign grows volumes, keys are unique, lookup finds replicas") {
+  auto kv = NewMemoryKvStore();
+  FakeAdmin admin;
+  Topology::Options o;
+  o.dead_after_ms = 100000;
+  Topology topo(o, kv.get(), &admin);
+  REQUIRE(topo.Start().ok());
+  // No servers: a clear error, not a hang.
+  CHECK(ErrnoOf(topo.Assign({}).status()) == ENOSPC);
+  topo.Heartbeat(Hb(8080));
+  topo.Heartbeat(Hb(8081));
+  std::set<uint64_t> keys;
+  std::set<uint32_t> vids;
+  for (int i = 0; i < 100; ++i) {
+    cluster::AssignRequest req;
+    req.set_replication("001");
+    auto r = topo.Assign(req);
+    REQUIRE(r.ok());
+    auto fid = FileId::Parse(r->fid());
+    REQUIRE(fid.ok());
+    CHECK(keys.insert(fid->key).second);
+    vids.insert(fid->volume_id);
+    CHECK(r->locations_size() == 2);
+  }
+  // Replication 001 on two servers: both got every volume.
+  CHECK(admin.allocated["127.0.0.1:18080"] == admin.allocated["127.0.0.1:18081"]);
+  cluster::LookupVolumeRequest lr;
+  lr.add_volume_ids(*vids.begin());
+  lr.add_volume_ids(999);
+  auto l = topo.LookupVolume(lr);
+  REQUIRE(l.ok());
+  CHECK(l->volumes(0).locations_size() == 2);
+  CHECK_FALSE(l->volumes(1).error().empty());
+  CHECK(topo.GetCapacity().total_bytes == 400);
+}
+
+TEST_CASE("full and dead volumes are not assigned; a dead replica makes its volume read-only") {
+  auto kv = NewMemoryKvStore();
+  FakeAdmin admin;
+  Topology::Options o;
+  o.volume_size_limit = 1000;
+  o.dead_after_ms = 50;
+  o.growth_count = 1;
+  Topology topo(o, kv.get(), &admin);
+  REQUIRE(topo.Start().ok());
+  auto a = Hb(8080), b = Hb(8081);
+  topo.Heartbeat(a);
+  topo.Heartbeat(b);
+  cluster::AssignRequest rep;
+  rep.set_replication("001");
+  auto first = topo.Assign(rep);
+  REQUIRE(first.ok());
+  uint32_t vid = FileId::Parse(first->fid())->volume_id;
+  // Report the volume full on both replicas: the next assign grows a new one.
+  for (auto* hb : {&a, &b}) {
+    auto* v = hb->add_volumes();
+    v->set_id(vid);
+    v->set_replication("001");
+    v->set_size(5000);
+    topo.Heartbeat(*hb);
+  }
+  auto second = topo.Assign(rep);
+  REQUIRE(second.ok());
+  CHECK(FileId::Parse(second->fid())->volume_id != vid);
+  // Server b stops heartbeating: 001 volumes cannot be written anywhere, but reads go to a.
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  topo.Heartbeat(a);
+  topo.CheckLiveness();
+  CHECK_FALSE(topo.HasWritable("", "001"));
+  CHECK_FALSE(topo.Assign(rep).ok());
+  cluster::LookupVolumeRequest lr;
+  lr.add_volume_ids(vid);
+  auto l = topo.LookupVolume(lr);
+  REQUIRE(l->volumes(0).locations_size() == 1);
+  CHECK(l->volumes(0).locations(0).url() == "127.0.0.1:8080");
+  // Replication 000 still works on the live server.
+  CHECK(topo.Assign({}).ok());
+  // Deleting blobs on a volume with a dead replica is deferred, not lost.
+  auto del = topo.DeleteBlobs({first->fid(), "bad fid"});
+  CHECK(del[0].code() == absl::StatusCode::kUnavailable);
+  CHECK(del[1].code() == absl::StatusCode::kInvalidArgument);
+  // b returns (reporting the grown volume too): writable again, deletes reach both replicas.
+  auto* v2 = b.add_volumes();
+  v2->set_id(FileId::Parse(second->fid())->volume_id);
+  v2->set_replication("001");
+  *a.add_volumes() = *v2;
+  topo.Heartbeat(a);
+  topo.Heartbeat(b);
+  CHECK(topo.HasWritable("", "001"));
+  auto del2 = topo.DeleteBlobs({second->fid()});
+  CHECK(del2[0].ok());
+  CHECK(admin.deleted["127.0.0.1:18080"].size() == 1);
+  CHECK(admin.deleted["127.0.0.1:18081"].size() == 1);
+}
+
+TEST_CASE("keys stay unique across a filer restart and above what volumes report") {
+  auto kv = NewMemoryKvStore();
+  FakeAdmin admin;
+  uint64_t last_key = 0;
+  {
+    Topology topo({}, kv.get(), &admin);
+    REQUIRE(topo.Start().ok());
+    topo.Heartbeat(Hb(8080));
+    for (int i = 0; i < 10; ++i) last_key = FileId::Parse(topo.Assign({})->fid())->key;
+  }
+  Topology topo({}, kv.get(), &admin);
+  REQUIRE(topo.Start().ok());
+  auto hb = Hb(8080);
+  auto* v = hb.add_volumes();
+  v->set_id(1);
+  v->set_max_key(5000000);
+  topo.Heartbeat(hb);
+  auto r = topo.Assign({});
+  REQUIRE(r.ok());
+  auto key = FileId::Parse(r->fid())->key;
+  CHECK(key > last_key);
+  CHECK(key > 5000000);
+}

@@ -1,0 +1,45 @@
+// kelp filer: parse flags, start the filer, wait for a signal, stop.
+#include "cmd/commands.h"
+#include "filer/filer_main.h"
+#include "filer/server/filer_server.h"
+#include "shared/flags.h"
+#include "shared/log.h"
+#include "shared/signals.h"
+
+namespace kelp {
+
+void AddFilerFlags(FlagSet& flags, filer::FilerOptions& o, const std::string& prefix) {
+  flags.Add(prefix + "dir", &o.dir, "data directory (RocksDB store under <dir>/meta)");
+  flags.Add(prefix + "port", &o.port, "HTTP port");
+  flags.Add(prefix + "port.grpc", &o.grpc_port, "gRPC port (0 = HTTP port + 10000)");
+  flags.Add(prefix + "volumeSizeLimitMB", &o.volume_size_limit_mb, "a volume at or over this size takes no writes, in MiB");
+  flags.Add(prefix + "defaultReplication", &o.default_replication, "replication \"xyz\" for writes that name none");
+  flags.Add(prefix + "pulseMs", &o.pulse_ms, "heartbeat interval asked of volume servers, in ms");
+  flags.Add(prefix + "volumeGrowthCount", &o.growth_count, "volumes allocated when a layout runs out (0 = by copies)");
+}
+
+int FilerMain(int argc, char** argv) {
+  BlockTerminationSignals();
+  filer::FilerOptions opts;
+  std::string log_level = "info";
+  FlagSet flags("filer", "kelp filer [flags]",
+                "Runs the filer: the namespace in RocksDB, cluster coordination (volume servers heartbeat to it),\n"
+                "a gRPC API on -port.grpc and an HTTP API on -port.");
+  flags.Add("ip", &opts.ip, "address to bind");
+  AddFilerFlags(flags, opts, "");
+  flags.Add("logLevel", &log_level, "debug, info, warn or error");
+  flags.ParseOrExit(argc, argv);
+  InitLogging(log_level);
+
+  filer::FilerServer server(opts);
+  if (absl::Status s = server.Start(); !s.ok()) {
+    spdlog::error("kelp filer: {}", s);
+    return 1;
+  }
+  int sig = WaitForTerminationSignal();
+  spdlog::info("kelp filer: signal {}, stopping", sig);
+  server.Stop();
+  return 0;
+}
+
+}  // namespace kelp

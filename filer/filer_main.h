@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string>
+
+#include "filer/server/filer_server.h"
+#include "shared/flags.h"
+
+namespace kelp {
+
+// Registers the filer's flags with an optional prefix ("filer." for `kelp server`).
+void AddFilerFlags(FlagSet& flags, filer::FilerOptions& options, const std::string& prefix);
+
+}  // namespace kelp

@@ -1,0 +1,98 @@
+#include "filer/server/filer_server.h"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "shared/log.h"
+#include "shared/status.h"
+#include "shared/metrics.h"
+#include "shared/strings.h"
+#include "shared/version.h"
+
+namespace kelp::filer {
+
+class FilerServer::HttpHandler : public http::Handler {
+ public:
+  explicit HttpHandler(FilerServer* server) : server_(server), cluster_(server->topology_.get()) {}
+
+  bool RunInline(const http::Request& req) const override {
+    if (ClusterHttpRoutes::Owns(req)) return cluster_.RunInline(req);
+    return req.path() == "/metrics" || req.path() == "/status";
+  }
+
+  void Handle(http::Request& req, http::ResponseWriter& w) override {
+    if (ClusterHttpRoutes::Owns(req)) return cluster_.Serve(req, w);
+    if (http::ServeMetrics(req, w)) return;
+    if (req.path() == "/status") {
+      nlohmann::json j{{"version", kVersion},
+                       {"httpPort", server_->http_port()},
+                       {"grpcPort", server_->grpc_port()},
+                       {"topology", server_->topology_->StatusJson()}};
+      w.SendJson(200, j.dump(2) + "\n");
+      return;
+    }
+    w.SendError(404, StrCat("no such path: ", req.path()));
+  }
+
+ private:
+  FilerServer* server_;
+  ClusterHttpRoutes cluster_;
+};
+
+FilerServer::FilerServer(FilerOptions options) : opts_(std::move(options)) {}
+
+FilerServer::~FilerServer() { Stop(); }
+
+absl::Status FilerServer::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(opts_.dir) / "meta", ec);
+  if (ec) return absl::FailedPreconditionError(StrCat("cannot create ", opts_.dir, ": ", ec.message()));
+  ASSIGN_OR_RETURN(kv_, OpenRocksKvStore((std::filesystem::path(opts_.dir) / "meta").string()));
+
+  admin_ = NewGrpcVolumeAdmin();
+  Topology::Options topts;
+  topts.volume_size_limit = opts_.volume_size_limit_mb << 20;
+  topts.default_replication = opts_.default_replication;
+  topts.pulse_ms = opts_.pulse_ms;
+  topts.dead_after_ms = std::max<uint32_t>(3 * opts_.pulse_ms, 3000);
+  topts.growth_count = opts_.growth_count;
+  topology_ = std::make_unique<Topology>(topts, kv_.get(), admin_.get());
+  RETURN_IF_ERROR(topology_->Start());
+
+  cluster_service_ = std::make_unique<ClusterGrpcService>(topology_.get());
+  grpc::ServerBuilder builder;
+  int want_grpc = opts_.grpc_port > 0 ? opts_.grpc_port : (opts_.port > 0 ? opts_.port + 10000 : 0);
+  builder.AddListeningPort(StrCat(opts_.ip, ":", want_grpc), grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxSendMessageSize(64 << 20);
+  builder.RegisterService(cluster_service_.get());
+  grpc_ = builder.BuildAndStart();
+  if (!grpc_ || grpc_port_ == 0) {
+    return absl::UnavailableError(StrCat("cannot listen for gRPC on ", opts_.ip, ":", want_grpc));
+  }
+
+  http_handler_ = std::make_unique<HttpHandler>(this);
+  http::HttpServer::Options hopts;
+  hopts.ip = opts_.ip;
+  hopts.port = opts_.port;
+  hopts.loop_threads = opts_.http_threads;
+  hopts.name = "filer";
+  http_ = std::make_unique<http::HttpServer>(hopts, http_handler_.get());
+  RETURN_IF_ERROR(http_->Start());
+  started_ = true;
+  spdlog::info("filer: HTTP on {}:{}, gRPC on {}:{}, data in {}", opts_.ip, http_->port(), opts_.ip, grpc_port_,
+               opts_.dir);
+  return absl::OkStatus();
+}
+
+void FilerServer::Stop() {
+  if (http_) http_->Stop();
+  if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (topology_) topology_->Stop();
+  if (kv_) (void)kv_->Sync();
+  if (started_) spdlog::info("filer: stopped");
+  started_ = false;
+}
+
+}  // namespace kelp::filer

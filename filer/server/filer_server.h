@@ -1,0 +1,70 @@
+// The filer process: its RocksDB store, cluster coordination (Topology), the gRPC server
+// (Cluster service for volume servers; Filer service for mounts) and the HTTP server on one
+// port (SeaweedFS master routes /dir/*, /metrics, /status, and the filer's file APIs).
+// Start/Stop from one thread; everything it serves is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "filer/cluster/cluster_service.h"
+#include "filer/cluster/topology.h"
+#include "filer/store/kv_store.h"
+#include "shared/http/http_server.h"
+
+namespace kelp::filer {
+
+struct FilerOptions {
+  // Data directory; the RocksDB store lives in <dir>/meta. Default: ./filerdata.
+  std::string dir = "./filerdata";
+  // Address to bind. Default: 127.0.0.1.
+  std::string ip = "127.0.0.1";
+  // HTTP port; 0 = any free port. Default: 8888.
+  int port = 8888;
+  // gRPC port; 0 = port + 10000 (any free port when port is 0).
+  int grpc_port = 0;
+  // Volume size limit, in MiB. Default: 30000.
+  uint64_t volume_size_limit_mb = 30000;
+  // Replication for writes that name none ("xyz"). Default: 000.
+  std::string default_replication = "000";
+  // Heartbeat interval asked of volume servers, in ms. Default: 1000.
+  uint32_t pulse_ms = 1000;
+  // Volumes allocated per growth; 0 = by copies.
+  int growth_count = 0;
+  // HTTP event-loop threads; 0 = number of cores.
+  int http_threads = 0;
+};
+
+class FilerServer {
+ public:
+  explicit FilerServer(FilerOptions options);
+  ~FilerServer();
+
+  absl::Status Start();
+  void Stop();
+
+  int http_port() const { return http_ ? http_->port() : 0; }
+  int grpc_port() const { return grpc_port_; }
+  Topology* topology() { return topology_.get(); }
+  KvStore* kv() { return kv_.get(); }
+
+ private:
+  class HttpHandler;
+
+  FilerOptions opts_;
+  std::unique_ptr<KvStore> kv_;
+  std::unique_ptr<VolumeAdmin> admin_;
+  std::unique_ptr<Topology> topology_;
+  std::unique_ptr<ClusterGrpcService> cluster_service_;
+  std::unique_ptr<grpc::Server> grpc_;
+  int grpc_port_ = 0;
+  std::unique_ptr<HttpHandler> http_handler_;
+  std::unique_ptr<http::HttpServer> http_;
+  bool started_ = false;
+};
+
+}  // namespace kelp::filer
