@@ -82,7 +82,10 @@ MetricsRegistry::Family& MetricsRegistry::FamilyFor(std::string_view name, std::
                                                     std::string_view type) {
   auto it = families_.find(name);
   if (it == families_.end()) {
-    it = families_.emplace(std::string(name), Family{std::string(help), std::string(type)}).first;
+    Family fam;
+    fam.help = std::string(help);
+    fam.type = std::string(type);
+    it = families_.emplace(std::string(name), std::move(fam)).first;
   }
   return it->second;
 }
