@@ -51,7 +51,7 @@ std::unique_ptr<DiskCache> DiskCache::Open(const Config& config, CacheCounters* 
 
 DiskCache::DiskCache(const Config& config, CacheCounters* counters, std::unique_ptr<CacheDir> dir)
     : config_(config), counters_(counters), dir_(std::move(dir)), fs_block_(dir_->block_size()) {
-  absl::MutexLock lock(&mu_);
+  CacheMutexLock lock(&mu_);
   for (TierState& t : tiers_) t.policy = MakeEvictionPolicy(config_.eviction);
 }
 
@@ -65,7 +65,7 @@ void DiskCache::Load(ScanResult scan) {
   std::array<uint64_t, kNumTiers> dir_bytes;
   for (int t = 0; t < kNumTiers; ++t) dir_bytes[t] = dir_->MeasureTierDir(static_cast<Tier>(t));
   {
-    absl::MutexLock lock(&mu_);
+    CacheMutexLock lock(&mu_);
     next_id_ = scan.next_id;
     root_meta_bytes_ = root_meta;
     for (int t = 0; t < kNumTiers; ++t) {
@@ -172,7 +172,7 @@ void DiskCache::Unlink(const std::vector<Victim>& victims) {
       counters_->DiskError();
     }
   }
-  absl::MutexLock lock(&mu_);
+  CacheMutexLock lock(&mu_);
   deleting_bytes_ -= done + failed;
   leaked_bytes_ += failed;
 }
@@ -181,7 +181,7 @@ bool DiskCache::Reserve(int tier, uint64_t need) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::vector<Victim> victims;
     {
-      absl::MutexLock lock(&mu_);
+      CacheMutexLock lock(&mu_);
       uint64_t budget = DataBudgetLocked();
       if (need > budget) return false;
       if (UsedLocked() + need <= budget) {
@@ -205,7 +205,7 @@ bool DiskCache::Reserve(int tier, uint64_t need) {
 void DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {
   uint64_t bytes = 0;
   {
-    absl::MutexLock lock(&mu_);
+    CacheMutexLock lock(&mu_);
     TierState& ts = tiers_[tier];
     auto it = ts.index.find(key);
     if (it == ts.index.end() || it->second.id != id || it->second.pending) return;
@@ -235,7 +235,7 @@ bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t le
   int t = TierIndex(tier);
   EntryRef ref;
   {
-    absl::MutexLock lock(&mu_);
+    CacheMutexLock lock(&mu_);
     TierState& ts = tiers_[t];
     auto it = ts.index.find(block.key);
     if (it == ts.index.end()) return false;
@@ -273,7 +273,7 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
   uint64_t need = RoundUp(EntryFileSize(block.fid.size(), data.size()), fs_block_);
   uint64_t id;
   {
-    absl::MutexLock lock(&mu_);
+    CacheMutexLock lock(&mu_);
     TierState& ts = tiers_[t];
     if (ts.index.contains(block.key)) return false;  // cached, or another thread is writing it
     id = next_id_++;
@@ -281,7 +281,7 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
                                       static_cast<uint32_t>(data.size()), id, 0, true});
   }
   auto unpublish = [&](uint64_t reserved) {
-    absl::MutexLock lock(&mu_);
+    CacheMutexLock lock(&mu_);
     tiers_[t].writing_bytes -= reserved;
     tiers_[t].index.erase(block.key);
   };
@@ -300,7 +300,7 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
   }
   std::vector<Victim> victims;
   {
-    absl::MutexLock lock(&mu_);
+    CacheMutexLock lock(&mu_);
     TierState& ts = tiers_[t];
     ts.writing_bytes -= need;
     ts.dir_bytes = dir_bytes;
@@ -325,7 +325,7 @@ void DiskCache::Close() {
   std::string encoded;
   uint64_t old_index = dir_->MeasureIndex();
   {
-    absl::MutexLock lock(&mu_);
+    CacheMutexLock lock(&mu_);
     // The old index is replaced, so the new one may use its room; no slack is needed any more.
     uint64_t fixed = root_meta_bytes_ - std::min(root_meta_bytes_, old_index);
     for (const TierState& t : tiers_) fixed += t.dir_bytes;
@@ -361,7 +361,7 @@ void DiskCache::Close() {
 }
 
 void DiskCache::FillStats(CacheStats* stats) const {
-  absl::MutexLock lock(&mu_);
+  CacheMutexLock lock(&mu_);
   stats->disk_enabled = true;
   stats->disk_capacity = config_.capacity_bytes;
   stats->disk_meta_bytes = root_meta_bytes_;
