@@ -165,6 +165,27 @@ TEST_CASE("a corrupted entry is a miss, is dropped, and a re-insert heals it") {
   CHECK(out == BlobBytes(fid, 300000, 16384));
 }
 
+TEST_CASE("an I/O error reading an entry is a miss, counted, and the block is refetched") {
+  TempDir tmp;
+  CacheOptions o = TestOptions(tmp.path(), 64 * kMiB);
+  auto cache = MustOpen(o);
+  std::string out;
+  REQUIRE_FALSE(ReadThrough(*cache, "13,e", 4 * kMiB, 0, 4096, &out));
+  // A directory in place of the file: open() works, read() fails with EISDIR, unlink() too.
+  std::string file = OnlyEntry(tmp.Sub("large"));
+  std::filesystem::remove(file);
+  std::filesystem::create_directory(file);
+  out.assign(4096, '\0');
+  CHECK_FALSE(cache->Read("13,e", 4 * kMiB, 0, 4096, out.data()));
+  CacheStats s = cache->GetStats();
+  CHECK(s.disk_errors >= 1);
+  CHECK(s.tiers[2].checksum_failures == 0);
+  CHECK(s.tiers[2].entries == 0);
+  CHECK_FALSE(ReadThrough(*cache, "13,e", 4 * kMiB, 0, 4096, &out));
+  CHECK(ReadThrough(*cache, "13,e", 4 * kMiB, 0, 4096, &out));
+  CHECK(out == BlobBytes("13,e", 0, 4096));
+}
+
 TEST_CASE("a restart keeps the warm cache") {
   TempDir tmp;
   std::vector<Probe> probes;
