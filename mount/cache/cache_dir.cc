@@ -126,14 +126,18 @@ absl::Status ParseIndex(std::string_view data, absl::flat_hash_map<uint64_t, Ind
     uint8_t tier = static_cast<uint8_t>(r[28]);
     h.state = static_cast<uint8_t>(r[29]);
     size_t fid_len = f::GetU16(r + 30);
+    uint64_t pages = PageCount(h.meta.data_len);
     if (tier >= kNumTiers || fid_len == 0 || fid_len > f::kMaxFidLen ||
-        pos + f::kIndexRecordFixedLen + fid_len > body) {
+        pos + f::kIndexRecordFixedLen + fid_len + 8 * pages > body) {
       return absl::DataLossError("bad index record");
     }
     h.meta.tier = static_cast<Tier>(tier);
     h.meta.fid.assign(r + f::kIndexRecordFixedLen, fid_len);
+    const char* sums = r + f::kIndexRecordFixedLen + fid_len;
+    h.meta.page_sums.resize(pages);
+    for (uint64_t p = 0; p < pages; ++p) h.meta.page_sums[p] = f::GetU64(sums + 8 * p);
     h.position = static_cast<size_t>(i);
-    pos += f::kIndexRecordFixedLen + fid_len;
+    pos += f::kIndexRecordFixedLen + fid_len + 8 * pages;
     out->insert_or_assign(h.meta.id, std::move(h));
   }
   if (pos != body) return absl::DataLossError("index has trailing bytes");
@@ -346,7 +350,9 @@ uint64_t CacheDir::MeasureTierDir(Tier tier) const {
 
 std::string CacheDir::EncodeIndex(const std::vector<IndexRecord>& records, uint64_t next_id) {
   size_t size = f::kIndexHeaderLen + f::kIndexTrailerLen;
-  for (const IndexRecord& r : records) size += f::kIndexRecordFixedLen + r.entry.fid.size();
+  for (const IndexRecord& r : records) {
+    size += f::kIndexRecordFixedLen + r.entry.fid.size() + 8 * r.page_sums->size();
+  }
   std::string out(size, '\0');
   char* p = out.data();
   std::memcpy(p, f::kIndexMagic, sizeof f::kIndexMagic);
@@ -364,7 +370,9 @@ std::string CacheDir::EncodeIndex(const std::vector<IndexRecord>& records, uint6
     q[29] = static_cast<char>(r.policy_state);
     f::PutU16(q + 30, static_cast<uint16_t>(r.entry.fid.size()));
     std::memcpy(q + f::kIndexRecordFixedLen, r.entry.fid.data(), r.entry.fid.size());
-    pos += f::kIndexRecordFixedLen + r.entry.fid.size();
+    char* sums = q + f::kIndexRecordFixedLen + r.entry.fid.size();
+    for (size_t p = 0; p < r.page_sums->size(); ++p) f::PutU64(sums + 8 * p, (*r.page_sums)[p]);
+    pos += f::kIndexRecordFixedLen + r.entry.fid.size() + 8 * r.page_sums->size();
   }
   f::PutU64(p + pos, Hash64(p, pos));
   return out;

@@ -40,6 +40,7 @@ struct ScanResult {
 // A record of the index hint: one entry and its eviction state, in eviction order.
 struct IndexRecord {
   EntryRef entry;
+  const std::vector<uint64_t>* page_sums = nullptr;  // PageCount(entry.data_len) of them
   uint8_t policy_state = 0;
 };
 

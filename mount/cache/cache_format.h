@@ -48,7 +48,8 @@ inline constexpr size_t kIndexHeaderLen =
     32;  // magic, u32 version, u32 zero, u64 count, u64 next id
 inline constexpr size_t kIndexRecordFixedLen = 40;
 // record: u64 entry id, u64 blob size, u64 block offset, u32 data len, u8 tier,
-//         u8 eviction state, u16 fid length, then the fid bytes.
+//         u8 eviction state, u16 fid length, 8 zero bytes, then the fid bytes and the entry's
+//         page checksums (u64 each, as in its header).
 inline constexpr size_t kIndexTrailerLen = 8;
 
 // Room kept free below the capacity for directory growth that has not been measured yet

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
+#include "absl/container/inlined_vector.h"
 #include "mount/cache/cache_format.h"
 #include "shared/log.h"
 #include "shared/status.h"
@@ -36,6 +38,8 @@ class DiskCache::OpGuard {
   DiskCache* cache_;
   bool ok_;
 };
+
+DiskCache::OpenFile::~OpenFile() { ::close(fd); }
 
 std::unique_ptr<DiskCache> DiskCache::Open(const Config& config, CacheCounters* counters) {
   absl::StatusOr<std::unique_ptr<CacheDir>> dir = CacheDir::Open(config.dir, config.layout);
@@ -74,12 +78,13 @@ void DiskCache::Load(ScanResult scan) {
       for (ScannedEntry& e : scan.tiers[t]) {
         uint64_t key = BlockKey(e.meta.fid, e.meta.block_offset);
         if (ts.index.contains(key)) {  // the same block twice (a crash between two sessions)
-          victims.push_back({static_cast<Tier>(t), e.meta.id, 0});
+          victims.push_back({static_cast<Tier>(t), e.meta.id, 0, nullptr});
           ++duplicates;
           continue;
         }
         ts.index.emplace(key, Entry{std::move(e.meta.fid), e.meta.blob_size, e.meta.block_offset,
-                                    e.meta.data_len, e.meta.id, e.disk_bytes, false});
+                                    e.meta.data_len, e.meta.id, e.disk_bytes, false,
+                                    std::move(e.meta.page_sums), nullptr});
         ts.policy->Add(key, e.disk_bytes, e.policy_state);
         ts.live_bytes += e.disk_bytes;
       }
@@ -89,12 +94,13 @@ void DiskCache::Load(ScanResult scan) {
     // The capacity may have shrunk since the last run.
     EvictLocked(kNumTiers - 1, 0, DataBudgetLocked(), &victims);
   }
-  Unlink(victims);
+  size_t evicted = victims.size() - duplicates;
+  Unlink(std::move(victims));
   spdlog::info(
       "cache: opened {}: {} entries, {:.1f} MiB ({} from the index, {} dropped, {} "
       "duplicates, {} evicted to fit)",
       dir_->path(), entries, static_cast<double>(bytes) / (1 << 20), scan.from_index, scan.dropped,
-      duplicates, victims.size() - duplicates);
+      duplicates, evicted);
 }
 
 uint64_t DiskCache::DataBudgetLocked() const {
@@ -151,7 +157,8 @@ void DiskCache::EvictLocked(int for_tier, uint64_t need, uint64_t budget,
     if (!key) return;
     auto it = ts.index.find(*key);
     if (it == ts.index.end()) continue;  // cannot happen: the policy tracks published entries
-    victims->push_back({static_cast<Tier>(t), it->second.id, it->second.disk_bytes});
+    victims->push_back(
+        {static_cast<Tier>(t), it->second.id, it->second.disk_bytes, std::move(it->second.file)});
     ts.live_bytes -= it->second.disk_bytes;
     deleting_bytes_ += it->second.disk_bytes;
     ts.index.erase(it);
@@ -159,11 +166,13 @@ void DiskCache::EvictLocked(int for_tier, uint64_t need, uint64_t budget,
   }
 }
 
-void DiskCache::Unlink(const std::vector<Victim>& victims) {
+void DiskCache::Unlink(std::vector<Victim> victims) {
   if (victims.empty()) return;
   uint64_t done = 0, failed = 0;
-  for (const Victim& v : victims) {
+  for (Victim& v : victims) {
     std::string name = EntryFileName(v.id);
+    // Closed first (unless a reader still holds it), so the unlink frees the blocks at once.
+    v.file.reset();
     if (::unlinkat(dir_->tier_fd(v.tier), name.c_str(), 0) == 0 || errno == ENOENT) {
       done += v.bytes;
     } else {
@@ -197,26 +206,28 @@ bool DiskCache::Reserve(int tier, uint64_t need) {
       }
     }
     if (victims.empty()) std::this_thread::yield();
-    Unlink(victims);
+    Unlink(std::move(victims));
   }
   return false;
 }
 
 void DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {
   uint64_t bytes = 0;
+  std::shared_ptr<OpenFile> file;  // declared before the lock: released after it
   {
     CacheMutexLock lock(&mu_);
     TierState& ts = tiers_[tier];
     auto it = ts.index.find(key);
     if (it == ts.index.end() || it->second.id != id || it->second.pending) return;
     bytes = it->second.disk_bytes;
+    file = std::move(it->second.file);
     ts.policy->Erase(key);
     ts.live_bytes -= bytes;
     ts.index.erase(it);
     if (!unlink) return;
     deleting_bytes_ += bytes;
   }
-  Unlink({{static_cast<Tier>(tier), id, bytes}});
+  Unlink({{static_cast<Tier>(tier), id, bytes, std::move(file)}});
 }
 
 void DiskCache::NoteWriteError(const absl::Status& status) {
@@ -229,11 +240,32 @@ void DiskCache::NoteWriteError(const absl::Status& status) {
   }
 }
 
+void DiskCache::KeepOpen(int tier, uint64_t key, uint64_t id, std::shared_ptr<OpenFile> file) {
+  std::shared_ptr<OpenFile> closing;  // declared before the lock: closed after it
+  CacheMutexLock lock(&mu_);
+  auto it = tiers_[tier].index.find(key);
+  if (it == tiers_[tier].index.end() || it->second.id != id || it->second.file) return;
+  it->second.file = std::move(file);
+  open_files_.push_back({tier, key, id});
+  while (open_files_.size() > kMaxOpenFiles) {
+    OpenFileSlot old = open_files_.front();
+    open_files_.pop_front();
+    auto o = tiers_[old.tier].index.find(old.key);
+    if (o != tiers_[old.tier].index.end() && o->second.id == old.id) {
+      closing = std::move(o->second.file);
+      break;  // one in, one out: at most one close per call
+    }
+  }
+}
+
 bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t len, char* dst) {
   OpGuard guard(this);
   if (!guard) return false;
+  if (len == 0) return true;
   int t = TierIndex(tier);
   EntryRef ref;
+  absl::InlinedVector<uint64_t, 16> sums;  // of the pages the read touches
+  std::shared_ptr<OpenFile> file;
   {
     CacheMutexLock lock(&mu_);
     TierState& ts = tiers_[t];
@@ -245,10 +277,28 @@ bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t le
       return false;
     }
     ref = EntryRef{block.fid, e.blob_size, e.block_offset, e.data_len, tier, e.id};
+    sums.assign(e.page_sums.begin() + offset / format::kPageSize,
+                e.page_sums.begin() + (offset + len - 1) / format::kPageSize + 1);
+    file = e.file;
     ts.policy->Touch(block.key);
   }
-  absl::Status s = ReadEntryFile(dir_->tier_fd(tier), ref, offset, len, dst);
-  if (s.ok()) return true;
+  absl::Status s;
+  bool opened = false;
+  if (!file) {
+    absl::StatusOr<int> fd = OpenEntryFile(dir_->tier_fd(tier), ref.id);
+    if (fd.ok()) {
+      file = std::make_shared<OpenFile>(*fd);
+      opened = true;
+    } else {
+      s = fd.status();
+    }
+  }
+  if (file) s = ReadEntryData(file->fd, ref, sums.data(), offset, len, dst);
+  if (s.ok()) {
+    if (opened) KeepOpen(t, block.key, ref.id, std::move(file));
+    return true;
+  }
+  file.reset();
   if (absl::IsNotFound(s)) {
     // Evicted since the lookup (then this is a no-op), or deleted behind our back.
     Drop(t, block.key, ref.id, /*unlink=*/false);
@@ -271,14 +321,22 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
   if (block.fid.empty() || block.fid.size() > format::kMaxFidLen || data.empty()) return false;
   int t = TierIndex(tier);
   uint64_t need = RoundUp(EntryFileSize(block.fid.size(), data.size()), fs_block_);
+  std::vector<uint64_t> sums = PageSums(data);
   uint64_t id;
   {
     CacheMutexLock lock(&mu_);
     TierState& ts = tiers_[t];
     if (ts.index.contains(block.key)) return false;  // cached, or another thread is writing it
     id = next_id_++;
-    ts.index.emplace(block.key, Entry{std::string(block.fid), block.blob_size, block.block_offset,
-                                      static_cast<uint32_t>(data.size()), id, 0, true});
+    ts.index.emplace(block.key, Entry{std::string(block.fid),
+                                      block.blob_size,
+                                      block.block_offset,
+                                      static_cast<uint32_t>(data.size()),
+                                      id,
+                                      0,
+                                      true,
+                                      {},
+                                      nullptr});
   }
   auto unpublish = [&](uint64_t reserved) {
     CacheMutexLock lock(&mu_);
@@ -291,7 +349,7 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
   }
   EntryRef ref{
       block.fid, block.blob_size, block.block_offset, static_cast<uint32_t>(data.size()), tier, id};
-  absl::StatusOr<uint64_t> written = WriteEntryFile(dir_->tier_fd(tier), ref, data);
+  absl::StatusOr<uint64_t> written = WriteEntryFile(dir_->tier_fd(tier), ref, sums, data);
   uint64_t dir_bytes = dir_->MeasureTierDir(tier);
   if (!written.ok()) {
     unpublish(need);
@@ -307,12 +365,13 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
     Entry& e = ts.index[block.key];  // still pending: only this thread publishes or drops it
     e.pending = false;
     e.disk_bytes = *written;
+    e.page_sums = std::move(sums);
     ts.live_bytes += *written;
     ts.policy->Add(block.key, *written);
     // The file may have taken more than estimated, or the directory may have grown.
     EvictLocked(t, 0, DataBudgetLocked(), &victims);
   }
-  Unlink(victims);
+  Unlink(std::move(victims));
   counters_->Inserted(tier, data.size());
   return true;
 }
@@ -337,7 +396,7 @@ void DiskCache::Close() {
           const Entry& e = ts.index.at(key);
           records.push_back(
               {EntryRef{e.fid, e.blob_size, e.block_offset, e.data_len, static_cast<Tier>(t), e.id},
-               state});
+               &e.page_sums, state});
         }
       }
       encoded = CacheDir::EncodeIndex(records, next_id_);
@@ -352,7 +411,7 @@ void DiskCache::Close() {
       }
     }
   }
-  Unlink(victims);
+  Unlink(std::move(victims));
   if (!encoded.empty()) {
     if (absl::Status s = dir_->WriteIndex(encoded); !s.ok()) {
       spdlog::warn("cache: index not saved, the next open will scan entry headers: {}", s);

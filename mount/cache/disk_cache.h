@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +39,9 @@ struct BlockId {
 
 class DiskCache {
  public:
+  // Entry files kept open between reads (saves an open and a close per hit).
+  static constexpr size_t kMaxOpenFiles = 256;
+
   struct Config {
     std::string dir;
     uint64_t capacity_bytes = 0;
@@ -65,6 +69,14 @@ class DiskCache {
   void FillStats(CacheStats* stats) const;
 
  private:
+  // An entry file kept open for reads, shared by concurrent readers; closed by the last one.
+  struct OpenFile {
+    explicit OpenFile(int f) : fd(f) {}
+    ~OpenFile();
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
+    const int fd;
+  };
   struct Entry {
     std::string fid;
     uint64_t blob_size = 0;
@@ -73,6 +85,10 @@ class DiskCache {
     uint64_t id = 0;
     uint64_t disk_bytes = 0;
     bool pending = true;  // being written: neither readable nor evictable
+    // Checksums of the data pages, kept in memory (0.2% of the data) so a read is one pread
+    // with no header to fetch and verify.
+    std::vector<uint64_t> page_sums;
+    std::shared_ptr<OpenFile> file;  // set while among the open_files_ ring
   };
   struct TierState {
     absl::flat_hash_map<uint64_t, Entry> index;  // by BlockKey
@@ -86,6 +102,11 @@ class DiskCache {
     Tier tier;
     uint64_t id;
     uint64_t bytes;
+    std::shared_ptr<OpenFile> file;  // released before the unlink, outside the lock
+  };
+  struct OpenFileSlot {
+    int tier;
+    uint64_t key, id;
   };
   // Counts a call in flight so that Close can wait for it.
   class OpGuard;
@@ -101,12 +122,16 @@ class DiskCache {
   void EvictLocked(int for_tier, uint64_t need, uint64_t budget, std::vector<Victim>* victims)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes victims' files (no lock held), then stops counting their bytes.
-  void Unlink(const std::vector<Victim>& victims) ABSL_LOCKS_EXCLUDED(mu_);
+  void Unlink(std::vector<Victim> victims) ABSL_LOCKS_EXCLUDED(mu_);
   // Reserves need bytes for a write, evicting as needed. False if it cannot be had.
   bool Reserve(int tier, uint64_t need) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets entry `key` if it is still file `id`; with unlink, deletes the file too.
   void Drop(int tier, uint64_t key, uint64_t id, bool unlink) ABSL_LOCKS_EXCLUDED(mu_);
   void NoteWriteError(const absl::Status& status);
+  // Keeps file open for entry (tier, key, id) if it still exists, closing the oldest kept file
+  // beyond kMaxOpenFiles.
+  void KeepOpen(int tier, uint64_t key, uint64_t id, std::shared_ptr<OpenFile> file)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const Config config_;
   CacheCounters* const counters_;
@@ -123,6 +148,8 @@ class DiskCache {
   uint64_t deleting_bytes_ ABSL_GUARDED_BY(mu_) = 0;   // victims not unlinked yet
   uint64_t leaked_bytes_ ABSL_GUARDED_BY(mu_) = 0;     // files we failed to delete
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Entries whose file is kept open, oldest first (slots of entries gone since are skipped).
+  std::deque<OpenFileSlot> open_files_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kelp::mount::cache

@@ -19,8 +19,6 @@ namespace {
 
 namespace f = format;
 
-uint64_t PageCount(uint64_t data_len) { return (data_len + f::kPageSize - 1) / f::kPageSize; }
-
 // Closes an fd on scope exit.
 class Fd {
  public:
@@ -60,24 +58,20 @@ uint64_t HeaderSum(const char* header, size_t len) {
   return h.Digest();
 }
 
-std::string EncodeHeader(const EntryRef& e, std::string_view data) {
-  std::string out(EntryHeaderLen(e.fid.size(), data.size()), '\0');
+std::string EncodeHeader(const EntryRef& e, const std::vector<uint64_t>& sums) {
+  std::string out(EntryHeaderLen(e.fid.size(), e.data_len), '\0');
   char* p = out.data();
   f::PutU32(p + f::kEntryOffMagic, f::kEntryMagic);
   f::PutU16(p + f::kEntryOffVersion, f::kEntryVersion);
   f::PutU16(p + f::kEntryOffFidLen, static_cast<uint16_t>(e.fid.size()));
   f::PutU64(p + f::kEntryOffBlobSize, e.blob_size);
   f::PutU64(p + f::kEntryOffBlockOffset, e.block_offset);
-  f::PutU32(p + f::kEntryOffDataLen, static_cast<uint32_t>(data.size()));
+  f::PutU32(p + f::kEntryOffDataLen, e.data_len);
   p[f::kEntryOffTier] = static_cast<char>(e.tier);
   f::PutU64(p + f::kEntryOffEntryId, e.id);
   std::memcpy(p + f::kEntryFixedLen, e.fid.data(), e.fid.size());
   char* table = p + f::kEntryFixedLen + e.fid.size();
-  for (uint64_t i = 0, n = PageCount(data.size()); i < n; ++i) {
-    size_t off = i * f::kPageSize;
-    f::PutU64(table + 8 * i,
-              Hash64(data.data() + off, std::min<size_t>(f::kPageSize, data.size() - off)));
-  }
+  for (size_t i = 0; i < sums.size(); ++i) f::PutU64(table + 8 * i, sums[i]);
   f::PutU64(p + f::kEntryOffHeaderSum, HeaderSum(p, out.size()));
   return out;
 }
@@ -138,14 +132,25 @@ bool ParseEntryFileName(std::string_view name, uint64_t* id) {
   return true;
 }
 
-absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry, std::string_view data) {
-  if (entry.fid.empty() || entry.fid.size() > f::kMaxFidLen || data.size() > UINT32_MAX) {
-    return absl::InvalidArgumentError("cache: entry fid or size out of range");
+std::vector<uint64_t> PageSums(std::string_view data) {
+  std::vector<uint64_t> sums(PageCount(data.size()));
+  for (size_t i = 0; i < sums.size(); ++i) {
+    size_t off = i * f::kPageSize;
+    sums[i] = Hash64(data.data() + off, std::min<size_t>(f::kPageSize, data.size() - off));
+  }
+  return sums;
+}
+
+absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
+                                        const std::vector<uint64_t>& sums, std::string_view data) {
+  if (entry.fid.empty() || entry.fid.size() > f::kMaxFidLen || data.size() != entry.data_len ||
+      sums.size() != PageCount(data.size())) {
+    return absl::InvalidArgumentError("cache: entry fid, size or checksums out of range");
   }
   std::string name = EntryFileName(entry.id);
   Fd fd(::openat(dirfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (fd.get() < 0) return ErrnoStatus("cache: create entry");
-  std::string header = EncodeHeader(entry, data);
+  std::string header = EncodeHeader(entry, sums);
   absl::Status status;
   iovec iov[2] = {{header.data(), header.size()}, {const_cast<char*>(data.data()), data.size()}};
   int iovcnt = 2;
@@ -180,37 +185,29 @@ absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry, std::s
   return static_cast<uint64_t>(st.st_blocks) * 512;
 }
 
-absl::Status ReadEntryFile(int dirfd, const EntryRef& expected, uint64_t offset, size_t len,
-                           char* dst) {
-  if (offset + len > expected.data_len) return absl::OutOfRangeError("cache: read past entry");
-  std::string name = EntryFileName(expected.id);
-  Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus("cache: open entry");
+absl::StatusOr<int> OpenEntryFile(int dirfd, uint64_t id) {
+  std::string name = EntryFileName(id);
+  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("cache: open entry");
+  return fd;
+}
 
-  uint64_t header_len = EntryHeaderLen(expected.fid.size(), expected.data_len);
-  std::vector<char> header(header_len);
-  if (absl::Status s = PreadFull(fd.get(), header.data(), header_len, 0); !s.ok()) return s;
-  EntryRef got;
-  if (absl::Status s = ParseHeader(header.data(), header_len, &got); !s.ok()) return s;
-  if (got.fid != expected.fid || got.blob_size != expected.blob_size ||
-      got.block_offset != expected.block_offset || got.data_len != expected.data_len ||
-      got.tier != expected.tier || got.id != expected.id) {
-    return absl::DataLossError("cache: entry header does not match its index entry");
-  }
+absl::Status ReadEntryData(int fd, const EntryRef& entry, const uint64_t* range_sums,
+                           uint64_t offset, size_t len, char* dst) {
+  if (offset + len > entry.data_len) return absl::OutOfRangeError("cache: read past entry");
   if (len == 0) return absl::OkStatus();
-
+  uint64_t header_len = EntryHeaderLen(entry.fid.size(), entry.data_len);
   uint64_t first = offset / f::kPageSize, last = (offset + len - 1) / f::kPageSize;
   uint64_t begin = first * f::kPageSize;
-  uint64_t end = std::min<uint64_t>((last + 1) * f::kPageSize, expected.data_len);
+  uint64_t end = std::min<uint64_t>((last + 1) * f::kPageSize, entry.data_len);
   // Page-aligned ranges (and ranges ending at the data's end) land in dst directly.
   bool direct = begin == offset && end == offset + len;
   char* buf = direct ? dst : Scratch(end - begin);
-  if (absl::Status s = PreadFull(fd.get(), buf, end - begin, header_len + begin); !s.ok()) return s;
-  const char* table = header.data() + f::kEntryFixedLen + expected.fid.size();
+  if (absl::Status s = PreadFull(fd, buf, end - begin, header_len + begin); !s.ok()) return s;
   for (uint64_t p = first; p <= last; ++p) {
     uint64_t off = p * f::kPageSize;
-    size_t n = std::min<uint64_t>(f::kPageSize, expected.data_len - off);
-    if (Hash64(buf + (off - begin), n) != f::GetU64(table + 8 * p)) {
+    size_t n = std::min<uint64_t>(f::kPageSize, entry.data_len - off);
+    if (Hash64(buf + (off - begin), n) != range_sums[p - first]) {
       return absl::DataLossError(kelp::StrCat("cache: checksum mismatch in page ", p));
     }
   }
@@ -243,6 +240,9 @@ absl::StatusOr<EntryMeta> ReadEntryHeader(int dirfd, uint64_t id, Tier tier, uin
   meta.data_len = got.data_len;
   meta.tier = got.tier;
   meta.id = got.id;
+  const char* table = header.data() + f::kEntryFixedLen + fid_len;
+  meta.page_sums.resize(PageCount(data_len));
+  for (size_t i = 0; i < meta.page_sums.size(); ++i) meta.page_sums[i] = f::GetU64(table + 8 * i);
   return meta;
 }
 

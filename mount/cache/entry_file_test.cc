@@ -19,12 +19,19 @@ struct Fixture {
   int fd = ::open(tmp.path().c_str(), O_RDONLY | O_DIRECTORY);
   std::string fid = "3,01637037d6";
   std::string data = BlobBytes(fid, 262144, 262144 - 1000);  // last page partial
+  std::vector<uint64_t> sums = PageSums(data);
   EntryRef ref{fid, 4 << 20, 262144, static_cast<uint32_t>(data.size()), Tier::kLarge, 42};
   ~Fixture() { ::close(fd); }
   std::string File() const { return tmp.Sub(EntryFileName(ref.id)); }
+  absl::Status Write() const { return WriteEntryFile(fd, ref, sums, data).status(); }
+  // Reads like DiskCache does: open, pread with the in-memory checksums of the range, close.
   absl::Status Read(uint64_t off, size_t len, std::string* out) const {
     out->assign(len, '\0');
-    return ReadEntryFile(fd, ref, off, len, out->data());
+    absl::StatusOr<int> file = OpenEntryFile(fd, ref.id);
+    if (!file.ok()) return file.status();
+    absl::Status s = ReadEntryData(*file, ref, sums.data() + off / 4096, off, len, out->data());
+    ::close(*file);
+    return s;
   }
 };
 
@@ -42,7 +49,7 @@ TEST_CASE("entry file names are 16 hex digits") {
 
 TEST_CASE("an entry file reads back any range, aligned or not") {
   Fixture f;
-  absl::StatusOr<uint64_t> bytes = WriteEntryFile(f.fd, f.ref, f.data);
+  absl::StatusOr<uint64_t> bytes = WriteEntryFile(f.fd, f.ref, f.sums, f.data);
   REQUIRE(bytes.ok());
   uint64_t size = EntryFileSize(f.fid.size(), f.data.size());
   CHECK(*bytes >= size);
@@ -60,12 +67,12 @@ TEST_CASE("an entry file reads back any range, aligned or not") {
     REQUIRE(f.Read(off, len, &out).ok());
     CHECK(out == f.data.substr(off, len));
   }
-  CHECK(absl::IsAlreadyExists(WriteEntryFile(f.fd, f.ref, f.data).status()));  // never rewritten
+  CHECK(absl::IsAlreadyExists(f.Write()));  // never rewritten
 }
 
 TEST_CASE("a flipped data byte fails only the reads of its page") {
   Fixture f;
-  REQUIRE(WriteEntryFile(f.fd, f.ref, f.data).ok());
+  REQUIRE(f.Write().ok());
   uint64_t header = EntryHeaderLen(f.fid.size(), f.data.size());
   testing::FlipByte(f.File(), header + 5 * format::kPageSize + 17);
   std::string out;
@@ -76,26 +83,17 @@ TEST_CASE("a flipped data byte fails only the reads of its page") {
   REQUIRE(f.Read(6 * 4096, 4096, &out).ok());
 }
 
-TEST_CASE("a damaged header, a wrong expectation or a short file is data loss") {
+TEST_CASE("checksums of another block, a short file or a missing one fail the read") {
   Fixture f;
-  REQUIRE(WriteEntryFile(f.fd, f.ref, f.data).ok());
+  REQUIRE(f.Write().ok());
   std::string out;
-  EntryRef other = f.ref;
-  other.block_offset = 0;
-  out.resize(10);
-  CHECK(absl::IsDataLoss(ReadEntryFile(f.fd, other, 0, 10, out.data())));
-  std::string other_fid = "3,01637037d7";
-  other = f.ref;
-  other.fid = other_fid;
-  CHECK(absl::IsDataLoss(ReadEntryFile(f.fd, other, 0, 10, out.data())));
-
-  SECTION("header byte") {
-    testing::FlipByte(f.File(), format::kEntryOffBlobSize + 2);
-    CHECK(absl::IsDataLoss(f.Read(0, 10, &out)));
-  }
-  SECTION("page table byte") {
-    testing::FlipByte(f.File(), format::kEntryFixedLen + f.fid.size() + 3);
-    CHECK(absl::IsDataLoss(f.Read(0, 10, &out)));
+  SECTION("checksums of other data") {
+    std::vector<uint64_t> other = PageSums(BlobBytes("3,01637037d7", 262144, f.data.size()));
+    absl::StatusOr<int> file = OpenEntryFile(f.fd, f.ref.id);
+    REQUIRE(file.ok());
+    out.resize(10);
+    CHECK(absl::IsDataLoss(ReadEntryData(*file, f.ref, other.data(), 0, 10, out.data())));
+    ::close(*file);
   }
   SECTION("truncated") {
     REQUIRE(::truncate(f.File().c_str(), 70000) == 0);
@@ -108,9 +106,9 @@ TEST_CASE("a damaged header, a wrong expectation or a short file is data loss") 
   }
 }
 
-TEST_CASE("ReadEntryHeader accepts complete entries only") {
+TEST_CASE("ReadEntryHeader accepts complete, intact entries only") {
   Fixture f;
-  REQUIRE(WriteEntryFile(f.fd, f.ref, f.data).ok());
+  REQUIRE(f.Write().ok());
   uint64_t size = EntryFileSize(f.fid.size(), f.data.size());
   absl::StatusOr<EntryMeta> meta = ReadEntryHeader(f.fd, f.ref.id, Tier::kLarge, size);
   REQUIRE(meta.ok());
@@ -118,8 +116,15 @@ TEST_CASE("ReadEntryHeader accepts complete entries only") {
   CHECK(meta->blob_size == f.ref.blob_size);
   CHECK(meta->block_offset == f.ref.block_offset);
   CHECK(meta->data_len == f.data.size());
+  CHECK(meta->page_sums == f.sums);
   CHECK(absl::IsDataLoss(ReadEntryHeader(f.fd, f.ref.id, Tier::kLarge, size - 1).status()));
   CHECK(absl::IsDataLoss(ReadEntryHeader(f.fd, f.ref.id, Tier::kSmall, size).status()));
+  SECTION("header field") { testing::FlipByte(f.File(), format::kEntryOffBlobSize + 2); }
+  SECTION("fid") { testing::FlipByte(f.File(), format::kEntryFixedLen + 1); }
+  SECTION("page checksum") {
+    testing::FlipByte(f.File(), format::kEntryFixedLen + f.fid.size() + 3);
+  }
+  CHECK(absl::IsDataLoss(ReadEntryHeader(f.fd, f.ref.id, Tier::kLarge, size).status()));
 }
 
 }  // namespace kelp::mount::cache

@@ -148,10 +148,11 @@ TEST_CASE("a corrupted entry is a miss, is dropped, and a re-insert heals it") {
   REQUIRE_FALSE(ReadThrough(*cache, fid, 4 * kMiB, 300000, 16384, &out));
   std::string file = OnlyEntry(tmp.Sub("large"));
   uint64_t header = EntryHeaderLen(fid.size(), 256 * kKiB);
-  SECTION("data byte") { testing::FlipByte(file, header + (300000 - 256 * kKiB) + 5); }
-  SECTION("header byte") { testing::FlipByte(file, format::kEntryOffBlockOffset); }
-  SECTION("checksum table byte") {
-    testing::FlipByte(file, format::kEntryFixedLen + fid.size() + 1);
+  SECTION("data byte, first page read") {
+    testing::FlipByte(file, header + (300000 - 256 * kKiB) + 5);
+  }
+  SECTION("data byte, last page read") {
+    testing::FlipByte(file, header + (300000 + 16384 - 1 - 256 * kKiB));
   }
 
   out.assign(16384, '\0');
@@ -221,12 +222,13 @@ TEST_CASE("on restart, torn and foreign files in tier directories are removed") 
     large.push_back(e.path());
   }
   REQUIRE(large.size() == 2);
-  REQUIRE(::truncate(large[0].c_str(), 1000) == 0);  // torn write from a crash
+  REQUIRE(::truncate(large[0].c_str(), 1000) == 0);           // torn write from a crash
+  testing::FlipByte(large[1], format::kEntryOffBlockOffset);  // damaged header
   std::ofstream(tmp.Sub("medium/junk.tmp")) << "x";
   std::ofstream(tmp.Sub("small/00000000000000zz")) << "x";
   auto cache = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
-  CHECK(CountHits(*cache, probes) == probes.size() - 1);
-  CHECK(CountFiles(tmp.Sub("large")) == 1);
+  CHECK(CountHits(*cache, probes) == probes.size() - 2);
+  CHECK(CountFiles(tmp.Sub("large")) == 0);
   CHECK_FALSE(std::filesystem::exists(tmp.Sub("medium/junk.tmp")));
   CHECK_FALSE(std::filesystem::exists(tmp.Sub("small/00000000000000zz")));
 }
