@@ -84,7 +84,7 @@ void DiskCache::Load(ScanResult scan) {
         }
         ts.index.emplace(key, Entry{std::move(e.meta.fid), e.meta.blob_size, e.meta.block_offset,
                                     e.meta.data_len, e.meta.id, e.disk_bytes, false,
-                                    std::move(e.meta.page_sums), nullptr});
+                                    std::move(e.meta.page_sums), nullptr, 0});
         ts.policy->Add(key, e.disk_bytes, e.policy_state);
         ts.live_bytes += e.disk_bytes;
       }
@@ -271,7 +271,7 @@ bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t le
     TierState& ts = tiers_[t];
     auto it = ts.index.find(block.key);
     if (it == ts.index.end()) return false;
-    const Entry& e = it->second;
+    Entry& e = it->second;
     if (e.pending || e.fid != block.fid || e.block_offset != block.block_offset ||
         e.blob_size != block.blob_size || offset + len > e.data_len) {
       return false;
@@ -280,7 +280,8 @@ bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t le
     sums.assign(e.page_sums.begin() + offset / format::kPageSize,
                 e.page_sums.begin() + (offset + len - 1) / format::kPageSize + 1);
     file = e.file;
-    ts.policy->Touch(block.key);
+    if (offset != e.next_sequential) ts.policy->Touch(block.key);
+    e.next_sequential = static_cast<uint32_t>(offset + len);
   }
   absl::Status s;
   bool opened = false;

@@ -89,6 +89,10 @@ class DiskCache {
     // with no header to fetch and verify.
     std::vector<uint64_t> page_sums;
     std::shared_ptr<OpenFile> file;  // set while among the open_files_ ring
+    // Where a sequential reader of this block would read next. A hit there continues a scan
+    // (read-ahead inserted the block, the reader walks through it) and is not a reuse, so it
+    // does not count for the eviction policy.
+    uint32_t next_sequential = 0;
   };
   struct TierState {
     absl::flat_hash_map<uint64_t, Entry> index;  // by BlockKey

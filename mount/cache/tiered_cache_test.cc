@@ -240,3 +240,32 @@ TEST_CASE("hits, misses and bytes are exported as kelp_cache_* metrics") {
 }
 
 }  // namespace kelp::mount::cache
+
+namespace kelp::mount::cache {
+
+TEST_CASE("walking through a block sequentially does not count as reuse") {
+  for (bool sequential : {true, false}) {
+    INFO((sequential ? "sequential" : "random"));
+    TempDir tmp;
+    CacheOptions o = TestOptions(tmp.path(), 700 * kKiB);  // room for two 256 KiB blocks
+    o.memory_bytes = 0;
+    o.eviction = EvictionKind::kLru;
+    auto cache = MustOpen(o);
+    for (const char* fid : {"21,a", "21,b"}) {
+      REQUIRE(cache->Insert(fid, 4 * kMiB, 0, BlobBytes(fid, 0, 256 * kKiB)) == 1);
+    }
+    std::string out(16 * kKiB, '\0');
+    if (sequential) {  // as after read-ahead: the reader starts at the block and walks on
+      REQUIRE(cache->Read("21,a", 4 * kMiB, 0, 16 * kKiB, out.data()));
+      REQUIRE(cache->Read("21,a", 4 * kMiB, 16 * kKiB, 16 * kKiB, out.data()));
+    } else {
+      REQUIRE(cache->Read("21,a", 4 * kMiB, 100 * kKiB, 16 * kKiB, out.data()));
+    }
+    REQUIRE(cache->Insert("21,c", 4 * kMiB, 0, BlobBytes("21,c", 0, 256 * kKiB)) == 1);
+    CHECK(cache->GetStats().tiers[2].evictions == 1);
+    CHECK(cache->Read("21,a", 4 * kMiB, 0, 16, out.data()) == !sequential);
+    CHECK(cache->Read("21,b", 4 * kMiB, 0, 16, out.data()) == sequential);
+  }
+}
+
+}  // namespace kelp::mount::cache
