@@ -23,12 +23,14 @@
 //
 // Thread-safety: every method may be called from any thread concurrently (FUSE workers,
 // read-ahead and upload threads), except Close(), which the owner calls once after the last
-// reader is done (later calls are harmless no-ops that miss). No lock is held across disk I/O.
+// reader is done (calls after it are harmless: the disk tiers miss and skip inserts). No lock is
+// held across disk I/O.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "mount/cache/cache_options.h"
