@@ -66,7 +66,14 @@ class KvStore {
   // the WAL (survives a process crash) but may be lost on power loss.
   virtual absl::Status Write(const WriteBatch& batch, bool sync) = 0;
   // Iterates keys in [begin, end) in byte order; end empty = to the end of the keyspace.
-  virtual std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) = 0;
+  // limit_hint > 0 says the caller reads at most that many entries, so an implementation that
+  // materialises its snapshot (the memory store) copies no more; 0 = unbounded. Reading past
+  // the hint is allowed but may end early.
+  virtual std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
+                                           size_t limit_hint) = 0;
+  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) {
+    return Scan(begin, end, 0);
+  }
   // Makes every earlier write durable.
   virtual absl::Status Sync() = 0;
   // Approximate bytes used on disk (for statfs and metrics).

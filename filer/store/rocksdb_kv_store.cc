@@ -81,7 +81,10 @@ class RocksKvStore : public KvStore {
     return FromRocks(db_->Write(wo, &wb), "write");
   }
 
-  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) override {
+  using KvStore::Scan;
+  // RocksDB iterates lazily, so limit_hint needs no handling.
+  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
+                                   size_t) override {
     return std::make_unique<RocksIterator>(db_.get(), db_->GetSnapshot(), std::string(begin), std::string(end));
   }
 
