@@ -11,6 +11,7 @@
 #include "filer/store/coding.h"
 #include "filer/store/keys.h"
 #include "shared/log.h"
+#include "shared/metrics.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -59,12 +60,27 @@ absl::Status FilerService::Start() {
     gc_.Start();
     maintenance_ = std::thread([this] { MaintenanceLoop(); });
   }
+  auto& reg = MetricsRegistry::Default();
+  metric_callbacks_ = {
+      reg.AddCallback("kelp_filer_inodes", "Inodes in the namespace",
+                      [this] { return static_cast<double>(InodeCount()); }),
+      reg.AddCallback("kelp_filer_sessions", "Live client sessions",
+                      [this] { return static_cast<double>(sessions_.sessions()); }),
+      reg.AddCallback("kelp_filer_event_seq", "Last published event sequence",
+                      [this] { return static_cast<double>(events_.published()); }),
+      reg.AddCallback("kelp_filer_gc_deleted_total", "Blobs deleted by chunk GC",
+                      [this] { return static_cast<double>(gc_.deleted_total()); }),
+      reg.AddCallback("kelp_filer_gc_failed_total", "Blob deletes that failed and were retried",
+                      [this] { return static_cast<double>(gc_.failed_total()); }),
+  };
   started_ = true;
   return absl::OkStatus();
 }
 
 void FilerService::Stop() {
   if (!started_.exchange(false)) return;
+  for (int id : metric_callbacks_) MetricsRegistry::Default().RemoveCallback(id);
+  metric_callbacks_.clear();
   {
     std::lock_guard lock(loop_mu_);
     stopping_ = true;

@@ -11,7 +11,9 @@
 // Threads: construct, Start() and Stop() from one owner thread; every other method may be
 // called from any thread concurrently once Start() returned OK and until Stop() begins.
 // Start() runs two threads of its own (GC, maintenance) unless options.background_loops is
-// false; Stop() joins them and wakes every event subscriber.
+// false; Stop() joins them and wakes every event subscriber. While started it exports gauges
+// (kelp_filer_inodes, _sessions, _event_seq, _gc_deleted_total, _gc_failed_total) to
+// MetricsRegistry::Default().
 #pragma once
 
 #include <atomic>
@@ -105,6 +107,10 @@ class FilerService {
   // Returns the inode afterwards (nlink may be 0: then it is purged or, if open, an orphan).
   absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name);
   absl::Status Rmdir(uint64_t parent, std::string_view name);
+  // Removes name and, if it is a directory, everything below it (HTTP DELETE ?recursive=true).
+  // Not atomic: it is a depth-first series of Unlink/Rmdir, each atomic; entries added
+  // concurrently are removed too or make it fail ENOTEMPTY after a few rounds.
+  absl::Status RemoveTree(uint64_t parent, std::string_view name);
   // flags: kRenameNoReplace, kRenameExchange (filer/client/limits.h).
   absl::StatusOr<RenameResult> Rename(uint64_t parent, std::string_view name,
                                       uint64_t new_parent, std::string_view new_name,
@@ -186,6 +192,7 @@ class FilerService {
   absl::StatusOr<Attr> CreateNode(const CreateArgs& args, std::string_view symlink_target);
   // Unlink and Rmdir.
   absl::StatusOr<InodeRecord> RemoveName(uint64_t parent, std::string_view name, bool rmdir);
+  absl::Status EmptyDir(uint64_t dir, int depth);
   // Rename once every involved inode is locked and the dentries re-validated.
   absl::StatusOr<RenameResult> RenameLocked(const LockTable::Guard& guard, uint64_t parent,
                                             std::string_view name, const DentryValue& src,
@@ -222,6 +229,7 @@ class FilerService {
   bool stopping_ ABSL_GUARDED_BY(loop_mu_) = false;
   std::thread maintenance_;
   std::atomic<bool> started_{false};
+  std::vector<int> metric_callbacks_;  // MetricsRegistry::Default() ids, removed at Stop()
 };
 
 }  // namespace kelp::filer

@@ -88,3 +88,28 @@ TEST_CASE("rmdir: only empty directories, and the parent's nlink follows") {
   CHECK(h.Names(d).empty());
   h.RequireConsistent();
 }
+
+TEST_CASE("remove tree deletes a whole subtree and its data") {
+  Harness h(KELP_BACKENDS);
+  uint64_t top = h.Mkdir(1, "top");
+  for (int i = 0; i < 3; ++i) {
+    uint64_t d = h.Mkdir(top, "d" + std::to_string(i));
+    uint64_t deep = h.Mkdir(d, "deep");
+    for (int j = 0; j < 5; ++j) {
+      uint64_t f = h.Mkfile(deep, "f" + std::to_string(j));
+      CommitChunksRequest c;
+      c.set_ino(f);
+      *c.add_chunks() = MakeChunk(Fid(100 * i + j), 0, 10);
+      REQUIRE(h.fs->CommitChunks(c).ok());
+    }
+  }
+  h.Mkfile(1, "plain");
+  REQUIRE(h.fs->RemoveTree(1, "top").ok());
+  REQUIRE(h.fs->RemoveTree(1, "plain").ok());
+  CHECK(h.Names(1).empty());
+  CHECK(h.fs->InodeCount() == 1);
+  CHECK(h.GcFids().size() == 15);
+  CHECK(h.fs->GetAttr(1)->nlink() == 2);
+  CHECK(Err(h.fs->RemoveTree(1, "top")) == ENOENT);
+  h.RequireConsistent();
+}

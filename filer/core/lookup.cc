@@ -18,17 +18,24 @@ constexpr size_t kListBatch = 1024;
 }  // namespace
 
 absl::StatusOr<Attr> FilerService::Lookup(uint64_t parent, std::string_view name) {
-  ASSIGN_OR_RETURN(InodeRecord dir, LoadDir(parent));
-  if (name == ".") return dir.ToAttr();
-  if (name == "..") {
+  if (name == "." || name == "..") {
+    ASSIGN_OR_RETURN(InodeRecord dir, LoadDir(parent));
+    if (name == ".") return dir.ToAttr();
     ASSIGN_OR_RETURN(InodeRecord up, LoadInode(dir.parent));
     return up.ToAttr();
   }
   RETURN_IF_ERROR(ValidateName(name));
+  // Only directories have entries, so a hit needs no look at the parent: two reads.
   ASSIGN_OR_RETURN(auto d, LoadDentry(parent, name));
-  if (!d) return PosixError(ENOENT, StrCat("no entry ", name, " in ", parent));
-  ASSIGN_OR_RETURN(InodeRecord child, LoadInode(d->ino));
-  return child.ToAttr();
+  if (!d) {
+    RETURN_IF_ERROR(LoadDir(parent).status());  // ENOENT / ENOTDIR for the parent itself
+    return PosixError(ENOENT, StrCat("no entry ", name, " in ", parent));
+  }
+  auto child = LoadInode(d->ino);
+  // Unlinked between the two reads: the name is gone.
+  if (ErrnoOf(child.status()) == ENOENT) return PosixError(ENOENT, StrCat("no entry ", name));
+  if (!child.ok()) return child.status();
+  return child->ToAttr();
 }
 
 absl::StatusOr<Attr> FilerService::GetAttr(uint64_t ino) {

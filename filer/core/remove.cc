@@ -1,4 +1,6 @@
-// Unlink and Rmdir.
+// Unlink, Rmdir and RemoveTree.
+#include <sys/stat.h>
+
 #include <cerrno>
 
 #include "filer/core/filer_service.h"
@@ -61,6 +63,49 @@ absl::StatusOr<InodeRecord> FilerService::RemoveName(uint64_t parent, std::strin
     m.Emit(MakeEvent(EVENT_DELETE, child, parent, name));
     RETURN_IF_ERROR(m.Commit());
     return child;
+  }
+}
+
+namespace {
+
+// Rounds RemoveTree empties a directory that keeps getting new entries before giving up.
+constexpr int kRemoveTreeRounds = 3;
+// Deepest nesting RemoveTree follows.
+constexpr int kRemoveTreeDepth = 4096;
+
+}  // namespace
+
+absl::Status FilerService::RemoveTree(uint64_t parent, std::string_view name) {
+  RETURN_IF_ERROR(ValidateName(name));
+  for (int round = 0;; ++round) {
+    ASSIGN_OR_RETURN(Attr a, Lookup(parent, name));
+    if (!S_ISDIR(a.mode())) return Unlink(parent, name).status();
+    RETURN_IF_ERROR(EmptyDir(a.ino(), 0));
+    absl::Status s = Rmdir(parent, name);
+    if (ErrnoOf(s) != ENOTEMPTY || round + 1 >= kRemoveTreeRounds) return s;
+  }
+}
+
+absl::Status FilerService::EmptyDir(uint64_t dir, int depth) {
+  if (depth > kRemoveTreeDepth) return PosixError(ELOOP, "directory tree too deep");
+  for (;;) {
+    std::vector<DirEntry> batch;
+    RETURN_IF_ERROR(ListByName(dir, "", 1024, false, [&](DirEntry&& e) {
+      batch.push_back(std::move(e));
+      return true;
+    }));
+    if (batch.empty()) return absl::OkStatus();
+    for (const DirEntry& e : batch) {
+      absl::Status s;
+      if (S_ISDIR(e.type())) {
+        s = EmptyDir(e.ino(), depth + 1);
+        if (s.ok()) s = Rmdir(dir, e.name());
+      } else {
+        s = Unlink(dir, e.name()).status();
+      }
+      // ENOENT: someone else removed it first; ENOTEMPTY: refilled, the next pass retries.
+      if (!s.ok() && ErrnoOf(s) != ENOENT && ErrnoOf(s) != ENOTEMPTY) return s;
+    }
   }
 }
 

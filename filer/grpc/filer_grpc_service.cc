@@ -2,6 +2,7 @@
 
 #include "shared/grpc_status.h"
 #include "shared/log.h"
+#include "shared/metrics.h"
 #include "shared/status.h"
 
 namespace kelp::filer {
@@ -13,11 +14,33 @@ constexpr size_t kReadDirMessageBytes = 1 << 20;
 }  // namespace
 
 FilerGrpcService::FilerGrpcService(FilerService* core, FilerGrpcOptions options)
-    : core_(core), opts_(options) {}
+    : core_(core), opts_(options) {
+  auto& reg = MetricsRegistry::Default();
+  for (const char* m :
+       {"Lookup", "GetAttr", "ReadDir", "Create", "Symlink", "Link", "Unlink", "Rmdir", "Rename",
+        "SetAttr", "GetXattr", "SetXattr", "ListXattr", "RemoveXattr", "StatFs", "GetChunks",
+        "CommitChunks", "WriteInline", "Fsync", "OpenSession", "KeepAlive", "Open", "Release",
+        "Assign", "LookupVolume", "Subscribe", "ResolvePath"}) {
+    Labels l = {{"method", m}};
+    metrics_[m] = {reg.GetHistogram("kelp_filer_rpc_seconds", "Filer gRPC handler latency", l),
+                   reg.GetCounter("kelp_filer_rpc_errors_total", "Filer gRPC calls that failed", l)};
+  }
+}
+
+template <typename Fn>
+grpc::Status FilerGrpcService::Run(const char* method, Fn&& fn) {
+  auto start = std::chrono::steady_clock::now();
+  grpc::Status s = GuardedCall(method, std::forward<Fn>(fn));
+  auto m = metrics_.find(std::string_view(method));
+  m->second.latency->Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (!s.ok()) m->second.errors->Inc();
+  return s;
+}
 
 grpc::Status FilerGrpcService::Lookup(grpc::ServerContext*, const LookupRequest* req,
                                       AttrResponse* resp) {
-  return GuardedCall("Lookup", [&]() -> absl::Status {
+  return Run("Lookup", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Lookup(req->parent(), req->name()));
     return absl::OkStatus();
   });
@@ -25,7 +48,7 @@ grpc::Status FilerGrpcService::Lookup(grpc::ServerContext*, const LookupRequest*
 
 grpc::Status FilerGrpcService::GetAttr(grpc::ServerContext*, const GetAttrRequest* req,
                                        AttrResponse* resp) {
-  return GuardedCall("GetAttr", [&]() -> absl::Status {
+  return Run("GetAttr", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->GetAttr(req->ino()));
     return absl::OkStatus();
   });
@@ -33,7 +56,7 @@ grpc::Status FilerGrpcService::GetAttr(grpc::ServerContext*, const GetAttrReques
 
 grpc::Status FilerGrpcService::ReadDir(grpc::ServerContext* ctx, const ReadDirRequest* req,
                                        grpc::ServerWriter<ReadDirResponse>* writer) {
-  return GuardedCall("ReadDir", [&]() -> absl::Status {
+  return Run("ReadDir", [&]() -> absl::Status {
     // Entries go out in bounded messages as the core produces them: memory stays constant
     // however large the directory.
     ReadDirResponse batch;
@@ -68,7 +91,7 @@ grpc::Status FilerGrpcService::ReadDir(grpc::ServerContext* ctx, const ReadDirRe
 
 grpc::Status FilerGrpcService::Create(grpc::ServerContext*, const CreateRequest* req,
                                       AttrResponse* resp) {
-  return GuardedCall("Create", [&]() -> absl::Status {
+  return Run("Create", [&]() -> absl::Status {
     CreateArgs a;
     a.parent = req->parent();
     a.name = req->name();
@@ -86,7 +109,7 @@ grpc::Status FilerGrpcService::Create(grpc::ServerContext*, const CreateRequest*
 
 grpc::Status FilerGrpcService::Symlink(grpc::ServerContext*, const SymlinkRequest* req,
                                        AttrResponse* resp) {
-  return GuardedCall("Symlink", [&]() -> absl::Status {
+  return Run("Symlink", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Symlink(req->parent(), req->name(),
                                                            req->target(), req->uid(), req->gid()));
     return absl::OkStatus();
@@ -95,7 +118,7 @@ grpc::Status FilerGrpcService::Symlink(grpc::ServerContext*, const SymlinkReques
 
 grpc::Status FilerGrpcService::Link(grpc::ServerContext*, const LinkRequest* req,
                                     AttrResponse* resp) {
-  return GuardedCall("Link", [&]() -> absl::Status {
+  return Run("Link", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(),
                      core_->Link(req->ino(), req->new_parent(), req->new_name()));
     return absl::OkStatus();
@@ -104,19 +127,19 @@ grpc::Status FilerGrpcService::Link(grpc::ServerContext*, const LinkRequest* req
 
 grpc::Status FilerGrpcService::Unlink(grpc::ServerContext*, const UnlinkRequest* req,
                                       UnlinkResponse* resp) {
-  return GuardedCall("Unlink", [&]() -> absl::Status {
+  return Run("Unlink", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Unlink(req->parent(), req->name()));
     return absl::OkStatus();
   });
 }
 
 grpc::Status FilerGrpcService::Rmdir(grpc::ServerContext*, const UnlinkRequest* req, Empty*) {
-  return GuardedCall("Rmdir", [&] { return core_->Rmdir(req->parent(), req->name()); });
+  return Run("Rmdir", [&] { return core_->Rmdir(req->parent(), req->name()); });
 }
 
 grpc::Status FilerGrpcService::Rename(grpc::ServerContext*, const RenameRequest* req,
                                       RenameResponse* resp) {
-  return GuardedCall("Rename", [&]() -> absl::Status {
+  return Run("Rename", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(RenameResult r, core_->Rename(req->parent(), req->name(), req->new_parent(),
                                                    req->new_name(), req->flags()));
     *resp->mutable_moved() = std::move(r.moved);
@@ -127,7 +150,7 @@ grpc::Status FilerGrpcService::Rename(grpc::ServerContext*, const RenameRequest*
 
 grpc::Status FilerGrpcService::SetAttr(grpc::ServerContext*, const SetAttrRequest* req,
                                        AttrResponse* resp) {
-  return GuardedCall("SetAttr", [&]() -> absl::Status {
+  return Run("SetAttr", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->SetAttr(*req));
     return absl::OkStatus();
   });
@@ -135,21 +158,21 @@ grpc::Status FilerGrpcService::SetAttr(grpc::ServerContext*, const SetAttrReques
 
 grpc::Status FilerGrpcService::GetXattr(grpc::ServerContext*, const XattrRequest* req,
                                         XattrResponse* resp) {
-  return GuardedCall("GetXattr", [&]() -> absl::Status {
+  return Run("GetXattr", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_value(), core_->GetXattr(req->ino(), req->name()));
     return absl::OkStatus();
   });
 }
 
 grpc::Status FilerGrpcService::SetXattr(grpc::ServerContext*, const XattrRequest* req, Empty*) {
-  return GuardedCall("SetXattr", [&] {
+  return Run("SetXattr", [&] {
     return core_->SetXattr(req->ino(), req->name(), req->value(), req->flags());
   });
 }
 
 grpc::Status FilerGrpcService::ListXattr(grpc::ServerContext*, const XattrRequest* req,
                                          XattrResponse* resp) {
-  return GuardedCall("ListXattr", [&]() -> absl::Status {
+  return Run("ListXattr", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto names, core_->ListXattr(req->ino()));
     for (auto& n : names) resp->add_names(std::move(n));
     return absl::OkStatus();
@@ -158,12 +181,12 @@ grpc::Status FilerGrpcService::ListXattr(grpc::ServerContext*, const XattrReques
 
 grpc::Status FilerGrpcService::RemoveXattr(grpc::ServerContext*, const XattrRequest* req,
                                            Empty*) {
-  return GuardedCall("RemoveXattr", [&] { return core_->RemoveXattr(req->ino(), req->name()); });
+  return Run("RemoveXattr", [&] { return core_->RemoveXattr(req->ino(), req->name()); });
 }
 
 grpc::Status FilerGrpcService::StatFs(grpc::ServerContext*, const StatFsRequest*,
                                       StatFsResponse* resp) {
-  return GuardedCall("StatFs", [&]() -> absl::Status {
+  return Run("StatFs", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, core_->StatFs());
     return absl::OkStatus();
   });
@@ -171,7 +194,7 @@ grpc::Status FilerGrpcService::StatFs(grpc::ServerContext*, const StatFsRequest*
 
 grpc::Status FilerGrpcService::GetChunks(grpc::ServerContext*, const GetChunksRequest* req,
                                          GetChunksResponse* resp) {
-  return GuardedCall("GetChunks", [&]() -> absl::Status {
+  return Run("GetChunks", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, core_->GetChunks(req->ino()));
     return absl::OkStatus();
   });
@@ -179,7 +202,7 @@ grpc::Status FilerGrpcService::GetChunks(grpc::ServerContext*, const GetChunksRe
 
 grpc::Status FilerGrpcService::CommitChunks(grpc::ServerContext*, const CommitChunksRequest* req,
                                             CommitChunksResponse* resp) {
-  return GuardedCall("CommitChunks", [&]() -> absl::Status {
+  return Run("CommitChunks", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, core_->CommitChunks(*req));
     return absl::OkStatus();
   });
@@ -187,7 +210,7 @@ grpc::Status FilerGrpcService::CommitChunks(grpc::ServerContext*, const CommitCh
 
 grpc::Status FilerGrpcService::WriteInline(grpc::ServerContext*, const WriteInlineRequest* req,
                                            AttrResponse* resp) {
-  return GuardedCall("WriteInline", [&]() -> absl::Status {
+  return Run("WriteInline", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->WriteInline(req->ino(), req->data(),
                                                                req->mtime_ns(), req->sync()));
     return absl::OkStatus();
@@ -195,12 +218,12 @@ grpc::Status FilerGrpcService::WriteInline(grpc::ServerContext*, const WriteInli
 }
 
 grpc::Status FilerGrpcService::Fsync(grpc::ServerContext*, const FsyncRequest* req, Empty*) {
-  return GuardedCall("Fsync", [&] { return core_->Fsync(req->ino()); });
+  return Run("Fsync", [&] { return core_->Fsync(req->ino()); });
 }
 
 grpc::Status FilerGrpcService::OpenSession(grpc::ServerContext*, const OpenSessionRequest* req,
                                            OpenSessionResponse* resp) {
-  return GuardedCall("OpenSession", [&]() -> absl::Status {
+  return Run("OpenSession", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, core_->OpenSession(req->client()));
     return absl::OkStatus();
   });
@@ -208,23 +231,23 @@ grpc::Status FilerGrpcService::OpenSession(grpc::ServerContext*, const OpenSessi
 
 grpc::Status FilerGrpcService::KeepAlive(grpc::ServerContext*, const KeepAliveRequest* req,
                                          Empty*) {
-  return GuardedCall("KeepAlive", [&] {
+  return Run("KeepAlive", [&] {
     std::vector<uint64_t> open(req->open_inodes().begin(), req->open_inodes().end());
     return core_->KeepAlive(req->session(), open, req->reattach());
   });
 }
 
 grpc::Status FilerGrpcService::Open(grpc::ServerContext*, const OpenRequest* req, Empty*) {
-  return GuardedCall("Open", [&] { return core_->Open(req->session(), req->ino()); });
+  return Run("Open", [&] { return core_->Open(req->session(), req->ino()); });
 }
 
 grpc::Status FilerGrpcService::Release(grpc::ServerContext*, const OpenRequest* req, Empty*) {
-  return GuardedCall("Release", [&] { return core_->Release(req->session(), req->ino()); });
+  return Run("Release", [&] { return core_->Release(req->session(), req->ino()); });
 }
 
 grpc::Status FilerGrpcService::Assign(grpc::ServerContext*, const cluster::AssignRequest* req,
                                       cluster::AssignResponse* resp) {
-  return GuardedCall("Assign", [&]() -> absl::Status {
+  return Run("Assign", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, core_->cluster()->Assign(*req));
     return absl::OkStatus();
   });
@@ -233,7 +256,7 @@ grpc::Status FilerGrpcService::Assign(grpc::ServerContext*, const cluster::Assig
 grpc::Status FilerGrpcService::LookupVolume(grpc::ServerContext*,
                                             const cluster::LookupVolumeRequest* req,
                                             cluster::LookupVolumeResponse* resp) {
-  return GuardedCall("LookupVolume", [&]() -> absl::Status {
+  return Run("LookupVolume", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, core_->cluster()->LookupVolume(*req));
     return absl::OkStatus();
   });
@@ -241,7 +264,7 @@ grpc::Status FilerGrpcService::LookupVolume(grpc::ServerContext*,
 
 grpc::Status FilerGrpcService::Subscribe(grpc::ServerContext* ctx, const SubscribeRequest* req,
                                          grpc::ServerWriter<Event>* writer) {
-  return GuardedCall("Subscribe", [&]() -> absl::Status {
+  return Run("Subscribe", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto sub, core_->Subscribe(req->from_seq(), req->path_prefix()));
     spdlog::debug("filer: subscriber {} from seq {}", req->client(), sub->cursor());
     while (!shutdown_ && !ctx->IsCancelled()) {
@@ -260,7 +283,7 @@ grpc::Status FilerGrpcService::Subscribe(grpc::ServerContext* ctx, const Subscri
 
 grpc::Status FilerGrpcService::ResolvePath(grpc::ServerContext*, const ResolvePathRequest* req,
                                            AttrResponse* resp) {
-  return GuardedCall("ResolvePath", [&]() -> absl::Status {
+  return Run("ResolvePath", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->ResolvePath(req->path()));
     return absl::OkStatus();
   });

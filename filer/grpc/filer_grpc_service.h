@@ -1,6 +1,8 @@
 // The Filer gRPC service (proto/filer.proto) as a thin adapter over FilerService: each
 // handler converts the request, calls the core, and converts the absl::Status once
 // (shared/grpc_status.h, which carries the errno). Handlers never throw (GuardedCall).
+// Each method's latency and failures are metrics (kelp_filer_rpc_seconds{method},
+// kelp_filer_rpc_errors_total{method}).
 //
 // Register it on the filer process's server:
 //   FilerGrpcService svc(&filer_service);
@@ -12,10 +14,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <map>
+#include <string>
 
 #include "filer/core/filer_service.h"
 #include "proto/filer.grpc.pb.h"
+#include "shared/metrics.h"
 
 namespace kelp::filer {
 
@@ -75,9 +81,18 @@ class FilerGrpcService final : public Filer::Service {
                            AttrResponse*) override;
 
  private:
+  struct RpcMetrics {
+    Histogram* latency;
+    Counter* errors;
+  };
+  // Times fn, counts its failure, and converts its status (GuardedCall: never throws).
+  template <typename Fn>
+  grpc::Status Run(const char* method, Fn&& fn);
+
   FilerService* const core_;
   const FilerGrpcOptions opts_;
   std::atomic<bool> shutdown_{false};
+  std::map<std::string, RpcMetrics, std::less<>> metrics_;  // filled once, then read-only
 };
 
 }  // namespace kelp::filer

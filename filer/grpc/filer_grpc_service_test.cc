@@ -10,6 +10,7 @@
 #include "filer/client/filer_client.h"
 #include "filer/client/limits.h"
 #include "filer/core/test_util.h"
+#include "shared/metrics.h"
 #include "shared/status.h"
 
 using namespace kelp::filer;
@@ -126,6 +127,10 @@ TEST_CASE("grpc: namespace operations, and errno travels back") {
   REQUIRE(c.Unlink(d->ino(), "f").ok());
   REQUIRE(c.Rmdir(1, "d").ok());
   h.RequireConsistent();
+  std::string metrics = kelp::MetricsRegistry::Default().Render();
+  CHECK(metrics.find("kelp_filer_rpc_seconds") != std::string::npos);
+  CHECK(metrics.find("kelp_filer_rpc_errors_total") != std::string::npos);
+  CHECK(metrics.find("kelp_filer_inodes") != std::string::npos);
 }
 
 TEST_CASE("grpc: readdir streams a big directory in batches with stable cookies") {

@@ -91,8 +91,18 @@ class KvStore {
   }
 };
 
+struct RocksKvOptions {
+  // LRU cache of uncompressed blocks, in bytes. Random lookups in a large namespace are
+  // served from it. Default: 256 MiB.
+  size_t block_cache_bytes = 256ULL << 20;
+  // Memory for memtables (RocksDB's OptimizeLevelStyleCompaction budget), in bytes.
+  // Default: 256 MiB.
+  size_t memtable_budget_bytes = 256ULL << 20;
+};
+
 // Opens (creating if needed) a RocksDB store in dir.
-absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir);
+absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir,
+                                                          const RocksKvOptions& options = {});
 std::unique_ptr<KvStore> NewMemoryKvStore();
 
 }  // namespace kelp::filer
