@@ -139,16 +139,24 @@ int main(int argc, char** argv) {
   std::printf("core lookup: %lu random lookups, %d threads: %.2f s, %.0f lookups/s (%lu errors)\n",
               lookups, threads, t, lookups / t, errors.load());
 
-  long rss0 = RssKiB(), peak = rss0;
+  // Twice: the first pass also warms RocksDB's block cache (bounded by its option), the
+  // second shows what listing itself holds.
+  long rss0 = 0, peak = 0;
   uint64_t listed = 0;
-  auto start = Steady::now();
-  auto s = fs.ReadDir(big, 0, 0, false, [&](DirEntry&&) {
-    if (++listed % 10000 == 0) peak = std::max(peak, RssKiB());
-    return true;
-  });
-  t = Seconds(start);
-  std::printf("core readdir: %lu entries in %.2f s (%.0f entries/s), RSS %ld -> peak %ld KiB (+%ld KiB) %s\n",
-              listed, t, listed / t, rss0, peak, peak - rss0, s.ok() ? "" : s.ToString().c_str());
+  absl::Status s;
+  for (int pass = 1; pass <= 2; ++pass) {
+    rss0 = RssKiB();
+    peak = rss0;
+    listed = 0;
+    auto start = Steady::now();
+    s = fs.ReadDir(big, 0, 0, false, [&](DirEntry&&) {
+      if (++listed % 10000 == 0) peak = std::max(peak, RssKiB());
+      return true;
+    });
+    t = Seconds(start);
+    std::printf("core readdir pass %d: %lu entries in %.2f s (%.0f entries/s), RSS %ld -> peak %ld KiB (+%ld KiB) %s\n",
+                pass, listed, t, listed / t, rss0, peak, peak - rss0, s.ok() ? "" : s.ToString().c_str());
+  }
 
   FilerGrpcService svc(&fs);
   int port = 0;
@@ -160,7 +168,7 @@ int main(int argc, char** argv) {
   rss0 = RssKiB();
   peak = rss0;
   listed = 0;
-  start = Steady::now();
+  auto start = Steady::now();
   s = client->ReadDir(big, 0, 0, true, [&](const DirEntry&) {
     if (++listed % 10000 == 0) peak = std::max(peak, RssKiB());
     return true;

@@ -179,9 +179,9 @@ absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view da
     for (; it->Valid(); it->Next()) {
       ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
       fids.insert(c.fid());
+      m.batch().Delete(it->key());
     }
     RETURN_IF_ERROR(it->status());
-    m.batch().DeleteRange(prefix, keys::PrefixEnd(prefix));
     m.Collect(std::vector<std::string>(fids.begin(), fids.end()), ino);
     if (data.empty()) {
       m.batch().Delete(keys::InlineKey(ino));

@@ -11,7 +11,7 @@ namespace kelp::filer {
 namespace {
 
 // Event seqs reserved per persisted mark.
-constexpr uint64_t kEventSeqStep = 4096;
+constexpr uint64_t kEventSeqStep = 16384;
 // Events examined per Trim() step and per subscriber scan.
 constexpr size_t kTrimScan = 10'000;
 constexpr size_t kReadScan = 1'024;
@@ -91,24 +91,30 @@ absl::Status EventLog::Trim() {
     floor = floor_;
     limit = published_ + 1;  // never trim what is not published
   }
+  // Trim in steps of about 1% of each bound, not a sliver every maintenance tick: each trim
+  // leaves a range tombstone behind.
+  bool due = false;
   uint64_t new_floor = floor;
+  uint64_t min_step = std::clamp<uint64_t>(opts_.event_retention_count / 100, 1, 10'000);
   if (limit > opts_.event_retention_count) {
     new_floor = std::max(new_floor, limit - opts_.event_retention_count);
+    due = new_floor >= floor + min_step;
   }
   new_floor = std::min(new_floor, limit);
-  // Age: step over old events from the floor on, a bounded number per call.
-  int64_t cutoff = clock_->WallNs() -
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.event_retention_age)
-                       .count();
+  // Age: step over old events from there on, a bounded number per call.
+  const int64_t age_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.event_retention_age).count();
+  const int64_t cutoff = clock_->WallNs() - age_ns;
   auto it = kv_->Scan(keys::EventKey(new_floor), keys::EventKey(limit), kTrimScan);
   for (size_t n = 0; it->Valid() && n < kTrimScan; it->Next(), ++n) {
     Event e;
     if (!e.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) break;
     if (e.time_ns() >= cutoff) break;
+    if (n == 0 && e.time_ns() < cutoff - age_ns / 100) due = true;
     new_floor = keys::FirstU64(it->key()) + 1;
   }
   if (!it->status().ok()) return it->status();
-  if (new_floor <= floor) return absl::OkStatus();
+  if (!due || new_floor <= floor) return absl::OkStatus();
   WriteBatch b;
   b.DeleteRange(keys::EventKey(floor), keys::EventKey(new_floor));
   std::string v;

@@ -28,10 +28,10 @@ struct FilerOptions {
   // last compaction) records. Default: 64 records.
   uint32_t compact_min_chunks = 64;
 
-  // Event log retention: the log keeps at most this many events (approximately: sequence gaps
-  // count too). Default: 1,000,000 events.
+  // Event log retention: the log keeps about this many events (sequence gaps count too; it
+  // is trimmed in steps of 1%, at most 10,000 events). Default: 1,000,000 events.
   uint64_t event_retention_count = 1'000'000;
-  // The log drops events older than this. Default: 24 h.
+  // The log drops events older than this (once the oldest is 1% older). Default: 24 h.
   std::chrono::milliseconds event_retention_age{24LL * 3600 * 1000};
 
   // Blobs deleted per ClusterApi::DeleteBlobs call. Default: 256.
