@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -42,6 +43,8 @@ TEST_CASE("random concurrent mutations keep dentries, inodes and nlink consisten
   const std::vector<std::string> names = {"a", "b", "c", "d", "e", "f"};
   const std::set<int> expected = {ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, EINVAL, EPERM};
   std::atomic<int> unexpected{0}, ok{0};
+  std::mutex mu;
+  std::vector<std::string> surprises;  // Catch2 is not thread-safe: report after the join
   std::vector<std::thread> ts;
   for (int t = 0; t < 8; ++t) {
     ts.emplace_back([&, t] {
@@ -87,12 +90,14 @@ TEST_CASE("random concurrent mutations keep dentries, inodes and nlink consisten
           ++ok;
         } else if (!expected.count(kelp::ErrnoOf(s))) {
           ++unexpected;
-          UNSCOPED_INFO(s.ToString());
+          std::lock_guard lock(mu);
+          surprises.push_back(s.ToString());
         }
       }
     });
   }
   for (auto& t : ts) t.join();
+  for (const auto& s : surprises) UNSCOPED_INFO(s);
   CHECK(unexpected == 0);
   CHECK(ok > 1000);
   h.RequireConsistent();

@@ -86,7 +86,7 @@ class FilerService {
   absl::StatusOr<Attr> Lookup(uint64_t parent, std::string_view name);
   absl::StatusOr<Attr> GetAttr(uint64_t ino);
   // Entries after `cookie` (0 = from the start) in cookie order, which is the order entries
-  // were added (a rename re-adds). Cookies are stable: an entry keeps its cookie while it
+  // were added (a rename into the directory adds; one within it keeps the entry's place). Cookies are stable: an entry keeps its cookie while it
   // exists, so entries added or removed during a listing never make others vanish or repeat.
   // fn returns false to stop early. limit 0 = all. Memory is constant in the directory size.
   using EntryFn = std::function<bool(DirEntry&&)>;

@@ -27,11 +27,6 @@ void LockTable::Guard::Unlock() {
   held_.clear();
 }
 
-bool LockTable::Guard::Holds(uint64_t ino) const {
-  if (table_ == nullptr) return false;
-  return std::binary_search(held_.begin(), held_.end(), table_->StripeOf(ino));
-}
-
 LockTable::Guard LockTable::Lock(const std::vector<uint64_t>& inos) {
   Guard g;
   g.table_ = this;

@@ -39,7 +39,6 @@ class LockTable {
     // Stripe indices held, ascending; the first one owns the inode counter the mutation
     // updates (FilerService counters_).
     const std::vector<size_t>& held() const { return held_; }
-    bool Holds(uint64_t ino) const;
 
    private:
     friend class LockTable;

@@ -102,6 +102,21 @@ TEST_CASE("readdir pages through a large directory without losing or repeating")
   for (int p = 1; p < 5; ++p) CHECK(seen.count("new" + std::to_string(p)) == 1);
 }
 
+TEST_CASE("readdir: a rename within the directory keeps the entry's place") {
+  Harness h(KELP_BACKENDS);
+  uint64_t d = h.Mkdir(1, "d");
+  for (std::string n : {"a", "b", "c"}) h.Mkfile(d, n);
+  uint64_t other = h.Mkdir(1, "other");
+  REQUIRE(h.fs->Rename(d, "a", d, "z", 0).ok());
+  CHECK(h.Names(d) == std::vector<std::string>{"z", "b", "c"});
+  REQUIRE(h.fs->Rename(d, "z", other, "z", 0).ok());
+  REQUIRE(h.fs->Rename(other, "z", d, "a", 0).ok());  // back in: added at the end
+  CHECK(h.Names(d) == std::vector<std::string>{"b", "c", "a"});
+  REQUIRE(h.fs->Rename(d, "a", d, "b", 0).ok());  // over "b": takes b's place
+  CHECK(h.Names(d) == std::vector<std::string>{"b", "c"});
+  h.RequireConsistent();
+}
+
 TEST_CASE("list by name pages in name order") {
   Harness h(KELP_BACKENDS);
   uint64_t d = h.Mkdir(1, "d");

@@ -16,6 +16,7 @@
 #include "filer/core/filer_service.h"
 #include "filer/core/mutation.h"
 #include "filer/core/names.h"
+#include "filer/store/keys.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -125,10 +126,16 @@ absl::StatusOr<RenameResult> FilerService::RenameLocked(
       } else {
         --t->nlink;
       }
+      RemoveEntry(m, parent, name, src);
+    } else if (!cross) {
+      // Within one directory the entry keeps its cookie, so a listing in progress neither
+      // sees it twice nor misses it.
+      m.batch().Delete(keys::DentryKey(parent, name));
+      RepointEntry(m, parent, new_name, src.cookie, *s);
     } else {
       AddEntry(m, *npdir, new_name, *s);
+      RemoveEntry(m, parent, name, src);
     }
-    RemoveEntry(m, parent, name, src);
     if (cross && s->IsDir()) --pdir->nlink, ++npdir->nlink;
     if (s->IsDir() || s->parent == parent) s->parent = new_parent;
   }
