@@ -86,9 +86,10 @@ class FilerService {
   absl::StatusOr<Attr> Lookup(uint64_t parent, std::string_view name);
   absl::StatusOr<Attr> GetAttr(uint64_t ino);
   // Entries after `cookie` (0 = from the start) in cookie order, which is the order entries
-  // were added (a rename into the directory adds; one within it keeps the entry's place). Cookies are stable: an entry keeps its cookie while it
-  // exists, so entries added or removed during a listing never make others vanish or repeat.
-  // fn returns false to stop early. limit 0 = all. Memory is constant in the directory size.
+  // were added (a rename into the directory adds; one within it keeps the entry's place).
+  // Cookies are stable: an entry keeps its cookie while it exists, so entries added or
+  // removed during a listing never make others vanish or repeat. fn returns false to stop
+  // early. limit 0 = all. Memory is constant in the directory size.
   using EntryFn = std::function<bool(DirEntry&&)>;
   absl::Status ReadDir(uint64_t ino, uint64_t cookie, size_t limit, bool with_attrs,
                        const EntryFn& fn);
@@ -115,6 +116,9 @@ class FilerService {
   absl::StatusOr<RenameResult> Rename(uint64_t parent, std::string_view name,
                                       uint64_t new_parent, std::string_view new_name,
                                       uint32_t flags);
+  // req.valid says which fields apply (SetAttrBits). SIZE truncates: shrinking drops and
+  // trims chunk records and collects blobs nothing references any more; growing reads zeros.
+  // ctime becomes now unless CTIME is given.
   absl::StatusOr<Attr> SetAttr(const SetAttrRequest& req);
 
   // --- Extended attributes -----------------------------------------------------------
@@ -127,10 +131,16 @@ class FilerService {
 
   // --- Data --------------------------------------------------------------------------
   absl::StatusOr<StatFsResponse> StatFs();
+  // Attributes, inline data and chunk records (seq order) as one consistent snapshot.
   absl::StatusOr<GetChunksResponse> GetChunks(uint64_t ino);
+  // Appends records with filer-assigned seqs (O(new chunks)); compacts the list when it has
+  // grown past options.compact_min_chunks / twice its last compacted size. sync: the WAL is
+  // synced before returning.
   absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req);
+  // Replaces the content with data (at most kMaxInlineSize bytes), collecting every chunk.
   absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns,
                                    bool sync);
+  // Syncs the WAL: every mutation acknowledged so far is durable.
   absl::Status Fsync(uint64_t ino);
 
   // --- Sessions ----------------------------------------------------------------------
