@@ -1,6 +1,7 @@
 #include "shared/grpc_status.h"
 
 
+#include "absl/strings/cord.h"
 #include "shared/strings.h"
 #include "shared/status.h"
 
@@ -16,7 +17,15 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   int err = 0;
   if (kelp::ParseInt(status.error_details(), &err) && err > 0) {
-    return PosixError(err, status.error_message());
+    absl::Status with_errno = PosixError(err, status.error_message());
+    auto code = static_cast<absl::StatusCode>(status.error_code());
+    if (with_errno.code() == code) return with_errno;
+    // The errno was derived from the code (say UNAVAILABLE -> EIO): keep the code that
+    // travelled, and the errno beside it.
+    absl::Status out(code, status.error_message());
+    with_errno.ForEachPayload(
+        [&](absl::string_view key, const absl::Cord& value) { out.SetPayload(key, value); });
+    return out;
   }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }

@@ -19,6 +19,15 @@ TEST_CASE("posix errors keep their errno through gRPC") {
   CHECK(kelp::ErrnoOf(absl::UnavailableError("x")) == EIO);
 }
 
+TEST_CASE("plain statuses keep their code through gRPC") {
+  for (absl::Status s : {absl::UnavailableError("x"), absl::CancelledError("x"),
+                         absl::DeadlineExceededError("x"), absl::NotFoundError("x")}) {
+    absl::Status back = kelp::FromGrpcStatus(kelp::ToGrpcStatus(s));
+    CHECK(back.code() == s.code());
+    CHECK(kelp::ErrnoOf(back) == kelp::ErrnoOf(s));
+  }
+}
+
 TEST_CASE("http status of errors") {
   CHECK(kelp::HttpStatusOf(kelp::PosixError(ENOENT, "")) == 404);
   CHECK(kelp::HttpStatusOf(kelp::PosixError(ENOSPC, "")) == 507);

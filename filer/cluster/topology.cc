@@ -13,9 +13,9 @@
 namespace kelp::filer {
 namespace {
 
-// Keys in the KvStore (docs/filer-keys.md, "cluster sequences").
-constexpr char kVolumeIdKey[] = "S/cluster/volume_id";
-constexpr char kNeedleKeyKey[] = "S/cluster/needle_key";
+// Sequence names in the KvStore (docs/filer-keys.md, `Q` sequences).
+constexpr std::string_view kVolumeIdSeq = "volume_id";
+constexpr std::string_view kNeedleKeySeq = "needle_key";
 
 int AutoGrowth(int copies) {
   switch (copies) {
@@ -34,16 +34,16 @@ Topology::Topology(Options options, KvStore* kv, VolumeAdmin* admin)
     : opts_(std::move(options)),
       kv_(kv),
       admin_(admin),
-      volume_ids_(kv, kVolumeIdKey, 1),
-      needle_keys_(kv, kNeedleKeyKey, 100000),
+      volume_ids_(kv, kVolumeIdSeq, 1),
+      needle_keys_(kv, kNeedleKeySeq, 100000),
       rng_(std::random_device{}()) {}
 
 Topology::~Topology() { Stop(); }
 
 absl::Status Topology::Start() {
   RETURN_IF_ERROR(Replication::Parse(opts_.default_replication).status());
-  RETURN_IF_ERROR(volume_ids_.Load());
-  RETURN_IF_ERROR(needle_keys_.Load());
+  RETURN_IF_ERROR(volume_ids_.Load(1));
+  RETURN_IF_ERROR(needle_keys_.Load(1));
   liveness_ = std::thread([this] {
     std::unique_lock lock(stop_mu_);
     while (!stopping_) {
@@ -424,8 +424,8 @@ nlohmann::json Topology::StatusJson() const {
               {"defaultReplication", opts_.default_replication},
               {"servers", servers},
               {"volumes", volumes},
-              {"nextNeedleKey", needle_keys_.peek()},
-              {"nextVolumeId", volume_ids_.peek()}};
+              {"nextNeedleKey", needle_keys_.Peek()},
+              {"nextVolumeId", volume_ids_.Peek()}};
 }
 
 }  // namespace kelp::filer

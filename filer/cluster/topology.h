@@ -24,9 +24,9 @@
 #include "absl/base/thread_annotations.h"
 #include "filer/cluster/cluster_api.h"
 #include "filer/cluster/placement.h"
-#include "filer/cluster/sequencer.h"
 #include "filer/cluster/volume_admin.h"
 #include "filer/store/kv_store.h"
+#include "filer/store/sequence.h"
 #include "proto/cluster.pb.h"
 
 namespace kelp::filer {
@@ -97,8 +97,8 @@ class Topology : public ClusterApi {
   const Options opts_;
   KvStore* const kv_;
   VolumeAdmin* const admin_;
-  Sequencer volume_ids_;
-  Sequencer needle_keys_;
+  SequenceAllocator volume_ids_;
+  SequenceAllocator needle_keys_;
 
   mutable std::mutex mu_;
   std::condition_variable grown_;  // signalled when a growth finishes

@@ -60,13 +60,18 @@ absl::Status FilerServer::Start() {
   topology_ = std::make_unique<Topology>(topts, kv_.get(), admin_.get());
   RETURN_IF_ERROR(topology_->Start());
 
+  core_ = std::make_unique<FilerService>(kv_.get(), topology_.get(), opts_.core);
+  RETURN_IF_ERROR(core_->Start());
+
   cluster_service_ = std::make_unique<ClusterGrpcService>(topology_.get());
+  filer_service_ = std::make_unique<FilerGrpcService>(core_.get());
   grpc::ServerBuilder builder;
   int want_grpc = opts_.grpc_port > 0 ? opts_.grpc_port : (opts_.port > 0 ? opts_.port + 10000 : 0);
   builder.AddListeningPort(StrCat(opts_.ip, ":", want_grpc), grpc::InsecureServerCredentials(), &grpc_port_);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
   builder.RegisterService(cluster_service_.get());
+  builder.RegisterService(filer_service_.get());
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || grpc_port_ == 0) {
     return absl::UnavailableError(StrCat("cannot listen for gRPC on ", opts_.ip, ":", want_grpc));
@@ -88,7 +93,9 @@ absl::Status FilerServer::Start() {
 
 void FilerServer::Stop() {
   if (http_) http_->Stop();
+  if (filer_service_) filer_service_->Shutdown();
   if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (core_) core_->Stop();
   if (topology_) topology_->Stop();
   if (kv_) (void)kv_->Sync();
   if (started_) spdlog::info("filer: stopped");

@@ -13,6 +13,8 @@
 #include "absl/status/status.h"
 #include "filer/cluster/cluster_service.h"
 #include "filer/cluster/topology.h"
+#include "filer/core/filer_service.h"
+#include "filer/grpc/filer_grpc_service.h"
 #include "filer/store/kv_store.h"
 #include "shared/http/http_server.h"
 
@@ -37,6 +39,8 @@ struct FilerServerOptions {
   int growth_count = 0;
   // HTTP event-loop threads; 0 = number of cores.
   int http_threads = 0;
+  // The namespace core's options (sessions, GC, event retention...).
+  FilerOptions core;
 };
 
 class FilerServer {
@@ -50,6 +54,7 @@ class FilerServer {
   int http_port() const { return http_ ? http_->port() : 0; }
   int grpc_port() const { return grpc_port_; }
   Topology* topology() { return topology_.get(); }
+  FilerService* core() { return core_.get(); }
   KvStore* kv() { return kv_.get(); }
 
  private:
@@ -59,7 +64,9 @@ class FilerServer {
   std::unique_ptr<KvStore> kv_;
   std::unique_ptr<VolumeAdmin> admin_;
   std::unique_ptr<Topology> topology_;
+  std::unique_ptr<FilerService> core_;
   std::unique_ptr<ClusterGrpcService> cluster_service_;
+  std::unique_ptr<FilerGrpcService> filer_service_;
   std::unique_ptr<grpc::Server> grpc_;
   int grpc_port_ = 0;
   std::unique_ptr<HttpHandler> http_handler_;

@@ -66,7 +66,14 @@ class KvStore {
   // the WAL (survives a process crash) but may be lost on power loss.
   virtual absl::Status Write(const WriteBatch& batch, bool sync) = 0;
   // Iterates keys in [begin, end) in byte order; end empty = to the end of the keyspace.
-  virtual std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) = 0;
+  // limit_hint > 0 says the caller reads at most that many entries, so an implementation that
+  // materialises its snapshot (the memory store) copies no more; 0 = unbounded. Reading past
+  // the hint is allowed but may end early.
+  virtual std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
+                                           size_t limit_hint) = 0;
+  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) {
+    return Scan(begin, end, 0);
+  }
   // Makes every earlier write durable.
   virtual absl::Status Sync() = 0;
   // Approximate bytes used on disk (for statfs and metrics).
@@ -84,8 +91,18 @@ class KvStore {
   }
 };
 
+struct RocksKvOptions {
+  // LRU cache of uncompressed blocks, in bytes. Random lookups in a large namespace are
+  // served from it. Default: 256 MiB.
+  size_t block_cache_bytes = 256ULL << 20;
+  // Memory for memtables (RocksDB's OptimizeLevelStyleCompaction budget), in bytes.
+  // Default: 256 MiB.
+  size_t memtable_budget_bytes = 256ULL << 20;
+};
+
 // Opens (creating if needed) a RocksDB store in dir.
-absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir);
+absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir,
+                                                          const RocksKvOptions& options = {});
 std::unique_ptr<KvStore> NewMemoryKvStore();
 
 }  // namespace kelp::filer

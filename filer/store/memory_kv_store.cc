@@ -46,11 +46,16 @@ class MemoryKvStore : public KvStore {
     return absl::OkStatus();
   }
 
-  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) override {
+  using KvStore::Scan;
+  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
+                                   size_t limit_hint) override {
     std::lock_guard lock(mu_);
     std::vector<std::pair<std::string, std::string>> items;
     auto last = end.empty() ? map_.end() : map_.lower_bound(end);
-    for (auto it = map_.lower_bound(begin); it != last; ++it) items.emplace_back(it->first, it->second);
+    for (auto it = map_.lower_bound(begin); it != last; ++it) {
+      if (limit_hint > 0 && items.size() >= limit_hint) break;
+      items.emplace_back(it->first, it->second);
+    }
     return std::make_unique<MemoryIterator>(std::move(items));
   }
 

@@ -1,3 +1,4 @@
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
@@ -81,7 +82,10 @@ class RocksKvStore : public KvStore {
     return FromRocks(db_->Write(wo, &wb), "write");
   }
 
-  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end) override {
+  using KvStore::Scan;
+  // RocksDB iterates lazily, so limit_hint needs no handling.
+  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
+                                   size_t) override {
     return std::make_unique<RocksIterator>(db_.get(), db_->GetSnapshot(), std::string(begin), std::string(end));
   }
 
@@ -101,17 +105,21 @@ class RocksKvStore : public KvStore {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir,
+                                                          const RocksKvOptions& options) {
   rocksdb::Options opts;
   opts.create_if_missing = true;
   opts.IncreaseParallelism(2);
-  opts.OptimizeLevelStyleCompaction();
+  opts.OptimizeLevelStyleCompaction(options.memtable_budget_bytes);
   // With sync=false writes still go to the WAL; manual_wal_flush=false means each write
   // reaches the OS, so a process crash loses nothing acknowledged.
   opts.manual_wal_flush = false;
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10, false));
   table.whole_key_filtering = true;
+  table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  // Index and filter blocks of every open table stay in the heap (RocksDB's default) rather
+  // than competing with data blocks in the cache.
   opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);

@@ -1,0 +1,210 @@
+// File content: GetChunks, CommitChunks (append-only, O(new chunks)), WriteInline, Fsync,
+// and chunk-list compaction.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <set>
+
+#include "filer/client/chunk_intervals.h"
+#include "filer/client/limits.h"
+#include "filer/core/filer_service.h"
+#include "filer/core/mutation.h"
+#include "filer/store/keys.h"
+#include "shared/file_id.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::filer {
+namespace {
+
+// Optimistic reads of a file's chunk list retried before reading under its lock.
+constexpr int kOptimisticReads = 4;
+
+absl::Status ValidateChunk(const Chunk& c) {
+  if (!FileId::Parse(c.fid()).ok()) return PosixError(EINVAL, StrCat("bad fid '", c.fid(), "'"));
+  if (c.size() == 0) return PosixError(EINVAL, "empty chunk");
+  if (c.offset() > kMaxFileSize || c.size() > kMaxFileSize - c.offset()) {
+    return PosixError(EFBIG, "chunk beyond the largest file size");
+  }
+  if (c.blob_size() != 0 && (c.blob_offset() > c.blob_size() ||
+                             c.size() > c.blob_size() - c.blob_offset())) {
+    return PosixError(EINVAL, "chunk reaches past the end of its blob");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRegular(const InodeRecord& rec) {
+  if (rec.IsDir()) return PosixError(EISDIR, "inode is a directory");
+  if (!rec.IsReg()) return PosixError(EINVAL, "inode is not a regular file");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
+  // Reads the inode, its inline data and chunk records; the version (bumped in every batch
+  // that changes any of them) tells whether they belong together.
+  auto read = [&]() -> absl::StatusOr<std::optional<GetChunksResponse>> {
+    ASSIGN_OR_RETURN(InodeRecord before, LoadInode(ino));
+    if (before.IsDir()) return PosixError(EISDIR, "inode is a directory");
+    GetChunksResponse resp;
+    if (before.inline_size > 0) {
+      auto data = kv_->Get(keys::InlineKey(ino));
+      if (data.ok()) {
+        resp.set_inline_data(std::move(*data));
+      } else if (!absl::IsNotFound(data.status())) {
+        return data.status();
+      }
+    }
+    std::string prefix = keys::ChunkPrefix(ino);
+    auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+    for (; it->Valid(); it->Next()) {
+      ASSIGN_OR_RETURN(*resp.add_chunks(), DecodeChunk(keys::SecondU64(it->key()), it->value()));
+    }
+    RETURN_IF_ERROR(it->status());
+    ASSIGN_OR_RETURN(InodeRecord after, LoadInode(ino));
+    if (after.version != before.version) return std::optional<GetChunksResponse>();
+    *resp.mutable_attr() = before.ToAttr();
+    return std::optional<GetChunksResponse>(std::move(resp));
+  };
+  for (int i = 0; i < kOptimisticReads; ++i) {
+    ASSIGN_OR_RETURN(auto r, read());
+    if (r) return std::move(*r);
+  }
+  auto guard = locks_.Lock({ino});
+  ASSIGN_OR_RETURN(auto r, read());
+  if (!r) return absl::InternalError("chunk list changed under its lock");
+  return std::move(*r);
+}
+
+absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChunksRequest& req) {
+  for (const Chunk& c : req.chunks()) RETURN_IF_ERROR(ValidateChunk(c));
+  if (req.min_size() > kMaxFileSize) return PosixError(EFBIG, "size too large");
+  const uint64_t ino = req.ino();
+  const size_t n = static_cast<size_t>(req.chunks_size());
+  CommitChunksResponse resp;
+  {
+    auto guard = locks_.Lock({ino});
+    ASSIGN_OR_RETURN(InodeRecord rec, LoadInode(ino));
+    RETURN_IF_ERROR(CheckRegular(rec));
+    uint64_t first = 0;
+    if (n > 0) {
+      ASSIGN_OR_RETURN(first, chunk_seq_.Next(n));
+    }
+    Mutation m(this, guard);
+    std::vector<Chunk> added;
+    added.reserve(n);
+    uint64_t end = req.min_size();
+    for (size_t i = 0; i < n; ++i) {
+      Chunk c = req.chunks(static_cast<int>(i));
+      c.set_seq(first + i);
+      m.batch().Put(keys::ChunkKey(ino, c.seq()), EncodeChunk(c));
+      end = std::max(end, c.offset() + c.size());
+      resp.add_seqs(c.seq());
+      added.push_back(std::move(c));
+    }
+    rec.chunk_count += n;
+    rec.size = std::max(rec.size, end);
+    int64_t now = NowNs();
+    rec.mtime_ns = req.mtime_ns() != 0 ? req.mtime_ns() : now;
+    rec.ctime_ns = now;
+    RETURN_IF_ERROR(MaybeCompactLocked(m, rec, added));
+    PutInode(m, rec);
+    m.Emit(MakeEvent(EVENT_DATA, rec, rec.parent, ""));
+    RETURN_IF_ERROR(m.Commit());
+    *resp.mutable_attr() = rec.ToAttr();
+  }
+  if (req.sync()) RETURN_IF_ERROR(kv_->Sync());
+  return resp;
+}
+
+absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
+                                              const std::vector<Chunk>& added) {
+  uint64_t threshold = std::max<uint64_t>(opts_.compact_min_chunks, 2 * rec.compacted_chunks);
+  if (rec.chunk_count <= threshold) return absl::OkStatus();
+  std::vector<Chunk> all;
+  all.reserve(rec.chunk_count);
+  std::string prefix = keys::ChunkPrefix(rec.ino);
+  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  for (; it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(all.emplace_back(), DecodeChunk(keys::SecondU64(it->key()), it->value()));
+  }
+  RETURN_IF_ERROR(it->status());
+  all.insert(all.end(), added.begin(), added.end());
+
+  std::set<const Chunk*> visible;
+  bool inline_visible = false;
+  for (const auto& iv : ResolveVisibleIntervals(all, rec.size, rec.inline_size)) {
+    if (iv.source == VisibleInterval::Source::kChunk) visible.insert(iv.chunk);
+    if (iv.source == VisibleInterval::Source::kInline) inline_visible = true;
+  }
+  std::set<std::string> kept, dropped;
+  for (const Chunk& c : all) {
+    if (visible.count(&c)) {
+      kept.insert(c.fid());
+      continue;
+    }
+    // A Delete after the Put of an added record in the same batch removes it.
+    m.batch().Delete(keys::ChunkKey(rec.ino, c.seq()));
+    --rec.chunk_count;
+    dropped.insert(c.fid());
+  }
+  std::vector<std::string> garbage;
+  for (const auto& fid : dropped) {
+    if (!kept.count(fid)) garbage.push_back(fid);
+  }
+  m.Collect(std::move(garbage), rec.ino);
+  if (rec.inline_size > 0 && !inline_visible) {
+    m.batch().Delete(keys::InlineKey(rec.ino));
+    rec.inline_size = 0;
+  }
+  rec.compacted_chunks = rec.chunk_count;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view data,
+                                               int64_t mtime_ns, bool sync) {
+  if (data.size() > kMaxInlineSize) {
+    return PosixError(EINVAL, StrCat("inline data over ", kMaxInlineSize, " bytes"));
+  }
+  Attr out;
+  {
+    auto guard = locks_.Lock({ino});
+    ASSIGN_OR_RETURN(InodeRecord rec, LoadInode(ino));
+    RETURN_IF_ERROR(CheckRegular(rec));
+    Mutation m(this, guard);
+    std::set<std::string> fids;
+    std::string prefix = keys::ChunkPrefix(ino);
+    auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+    for (; it->Valid(); it->Next()) {
+      ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
+      fids.insert(c.fid());
+      m.batch().Delete(it->key());
+    }
+    RETURN_IF_ERROR(it->status());
+    m.Collect(std::vector<std::string>(fids.begin(), fids.end()), ino);
+    if (data.empty()) {
+      m.batch().Delete(keys::InlineKey(ino));
+    } else {
+      m.batch().Put(keys::InlineKey(ino), data);
+    }
+    rec.chunk_count = rec.compacted_chunks = 0;
+    rec.inline_size = rec.size = data.size();
+    int64_t now = NowNs();
+    rec.mtime_ns = mtime_ns != 0 ? mtime_ns : now;
+    rec.ctime_ns = now;
+    PutInode(m, rec);
+    m.Emit(MakeEvent(EVENT_DATA, rec, rec.parent, ""));
+    RETURN_IF_ERROR(m.Commit());
+    out = rec.ToAttr();
+  }
+  if (sync) RETURN_IF_ERROR(kv_->Sync());
+  return out;
+}
+
+absl::Status FilerService::Fsync(uint64_t ino) {
+  RETURN_IF_ERROR(LoadInode(ino).status());
+  return kv_->Sync();
+}
+
+}  // namespace kelp::filer

@@ -1,0 +1,99 @@
+// The metadata event log: every mutation writes its events (key family E, docs/filer-keys.md)
+// in the same WriteBatch as the change itself, with sequences from this log. Subscribers read
+// history from the store and then wait on a condition variable for live events.
+//
+// Sequences are reserved before a batch is written and completed after, whatever the
+// outcome; published() is the highest seq such that every seq at or below it is completed,
+// so a reader never skips an event that commits late. Seqs of failed writes and of restarts
+// leave gaps, which readers step over.
+//
+// Thread-safe. mu_ is a leaf lock (filer/core/lock_table.h); it nests the sequence
+// allocator's mutex.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "filer/core/clock.h"
+#include "filer/core/options.h"
+#include "filer/store/sequence.h"
+#include "filer/store/kv_store.h"
+#include "proto/filer.pb.h"
+
+namespace kelp::filer {
+
+class EventLog {
+ public:
+  EventLog(KvStore* kv, Clock* clock, const FilerOptions& opts);
+
+  absl::Status Load();
+
+  // Reserves n consecutive seqs and returns the first. Each reserved seq must be passed to
+  // Complete() once its batch was written or failed.
+  absl::StatusOr<uint64_t> Reserve(size_t n);
+  void Complete(uint64_t first, size_t n);
+
+  uint64_t published() const;
+  // Seqs below the floor were trimmed.
+  uint64_t floor() const;
+
+  // Blocks until published() > after, the deadline, or Stop(). True if published() > after.
+  bool WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline);
+
+  // Drops events beyond the retention bounds (options), one bounded step per call.
+  absl::Status Trim();
+
+  // Wakes every waiter; WaitBeyond returns at once from now on.
+  void Stop();
+  bool stopped() const;
+
+ private:
+  KvStore* const kv_;
+  Clock* const clock_;
+  const FilerOptions opts_;
+  SequenceAllocator seq_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<uint64_t> done_ ABSL_GUARDED_BY(mu_);  // completed seqs above published_
+  uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::mutex trim_mu_;  // one Trim at a time
+};
+
+// One subscriber's cursor over the log. Not thread-safe: one thread reads it.
+class EventSubscription {
+ public:
+  // filter: which events this subscriber wants (nullptr = all). reset_first: the first
+  // Next() answers EVENT_RESET (the subscriber asked for history that is gone).
+  EventSubscription(EventLog* log, KvStore* kv, Clock* clock, uint64_t cursor, bool reset_first,
+                    std::function<bool(const Event&)> filter);
+
+  // Up to max events at or after the cursor, in seq order; waits up to `wait` when there are
+  // none (then answers an empty vector). If the subscriber fell behind retention, answers a
+  // single EVENT_RESET (seq = the last seq it will never see) and continues after it.
+  // UNAVAILABLE once the filer stops.
+  absl::StatusOr<std::vector<Event>> Next(size_t max, std::chrono::milliseconds wait);
+
+  // The next seq this subscription will read.
+  uint64_t cursor() const { return cursor_; }
+
+ private:
+  Event Reset();
+
+  EventLog* const log_;
+  KvStore* const kv_;
+  Clock* const clock_;
+  uint64_t cursor_;
+  bool reset_pending_;
+  std::function<bool(const Event&)> filter_;
+};
+
+}  // namespace kelp::filer

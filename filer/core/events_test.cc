@@ -1,0 +1,168 @@
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "filer/core/test_util.h"
+
+using namespace kelp::filer;
+using namespace kelp::filer::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<Event> Drain(EventSubscription& sub) {
+  std::vector<Event> out;
+  for (;;) {
+    auto batch = sub.Next(100, 0ms);
+    REQUIRE(batch.ok());
+    if (batch->empty()) return out;
+    for (auto& e : *batch) out.push_back(std::move(e));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every mutation emits an event, in order") {
+  Harness h(KELP_BACKENDS);
+  auto sub = h.fs->Subscribe(0, "");
+  REQUIRE(sub.ok());
+  uint64_t d = h.Mkdir(1, "d");
+  uint64_t f = h.Mkfile(d, "f");
+  REQUIRE(h.fs->Rename(d, "f", 1, "g", 0).ok());
+  SetAttrRequest sa;
+  sa.set_ino(f);
+  sa.set_valid(SET_ATTR_MODE);
+  sa.set_mode(0600);
+  REQUIRE(h.fs->SetAttr(sa).ok());
+  CommitChunksRequest c;
+  c.set_ino(f);
+  *c.add_chunks() = MakeChunk(Fid(1), 0, 5);
+  REQUIRE(h.fs->CommitChunks(c).ok());
+  REQUIRE(h.fs->SetXattr(f, "user.x", "1", 0).ok());
+  REQUIRE(h.fs->Link(f, d, "h").ok());
+  REQUIRE(h.fs->Unlink(1, "g").ok());
+  REQUIRE(h.fs->Unlink(d, "h").ok());
+  REQUIRE(h.fs->Rmdir(1, "d").ok());
+
+  auto ev = Drain(**sub);
+  std::vector<EventKind> kinds;
+  for (const auto& e : ev) kinds.push_back(e.kind());
+  CHECK(kinds == std::vector<EventKind>{EVENT_CREATE, EVENT_CREATE, EVENT_RENAME, EVENT_ATTR,
+                                        EVENT_DATA, EVENT_XATTR, EVENT_CREATE, EVENT_DELETE,
+                                        EVENT_DELETE, EVENT_DELETE});
+  for (size_t i = 1; i < ev.size(); ++i) CHECK(ev[i].seq() > ev[i - 1].seq());
+  CHECK(ev[0].ino() == d);
+  CHECK(ev[0].name() == "d");
+  CHECK(ev[0].parent() == 1);
+  CHECK(S_ISDIR(ev[0].attr().mode()));
+  CHECK(ev[2].parent() == d);
+  CHECK(ev[2].name() == "f");
+  CHECK(ev[2].new_parent() == 1);
+  CHECK(ev[2].new_name() == "g");
+  CHECK(ev[3].attr().mode() == (S_IFREG | 0600));
+  CHECK(ev[4].attr().size() == 5);
+  CHECK(ev[8].attr().nlink() == 0);
+  CHECK(ev[0].time_ns() == h.clock.WallNs());
+
+  // Replay from a given seq.
+  auto replay = h.fs->Subscribe(ev[5].seq(), "");
+  auto again = Drain(**replay);
+  REQUIRE(again.size() == 5);
+  CHECK(again[0].seq() == ev[5].seq());
+}
+
+TEST_CASE("a waiting subscriber wakes up for a live event") {
+  Harness h(KELP_BACKENDS);
+  auto sub = h.fs->Subscribe(0, "");
+  REQUIRE(sub.ok());
+  CHECK((*sub)->Next(10, 1ms)->empty());
+  // Catch2 is not thread-safe: threads record results, the test thread checks them.
+  absl::StatusOr<std::vector<Event>> got;
+  std::thread reader([&] { got = (*sub)->Next(10, 20s); });
+  h.Mkfile(1, "live");
+  reader.join();
+  REQUIRE(got.ok());
+  REQUIRE(got->size() == 1);
+  CHECK((*got)[0].name() == "live");
+
+  // Stop ends every subscription.
+  absl::Status ended;
+  std::thread waiter([&] { ended = (*sub)->Next(10, 20s).status(); });
+  std::this_thread::sleep_for(10ms);  // usually parked in the wait; either way it must end
+  h.fs->Stop();
+  waiter.join();
+  CHECK(ended.code() == absl::StatusCode::kUnavailable);
+}
+
+TEST_CASE("retention: a subscriber behind the floor gets EVENT_RESET") {
+  Harness h(KELP_BACKENDS, [](FilerOptions& o) { o.event_retention_count = 10; });
+  auto early = h.fs->Subscribe(1, "");
+  REQUIRE(early.ok());
+  CHECK(Drain(**early).size() == 0);  // nothing happened yet
+  for (int i = 0; i < 30; ++i) h.Mkfile(1, "f" + std::to_string(i));
+  auto first = (*early)->Next(5, 0ms);  // reads 5 of 30
+  REQUIRE(first->size() == 5);
+  h.fs->RunMaintenance();  // trims to the last 10
+  uint64_t floor = h.fs->events().floor();
+  CHECK(floor > 6);
+
+  auto r = (*early)->Next(100, 0ms);
+  REQUIRE(r.ok());
+  REQUIRE(r->size() == 1);
+  CHECK((*r)[0].kind() == EVENT_RESET);
+  CHECK((*r)[0].seq() == floor - 1);
+  auto rest = Drain(**early);
+  REQUIRE(rest.size() == 10);
+  CHECK(rest[0].seq() == floor);
+
+  auto late = h.fs->Subscribe(2, "");
+  auto l = (*late)->Next(100, 0ms);
+  CHECK((*l)[0].kind() == EVENT_RESET);
+  auto future = h.fs->Subscribe(1'000'000, "");
+  CHECK((*future)->Next(100, 0ms)->at(0).kind() == EVENT_RESET);
+  h.Mkfile(1, "after");
+  auto f = Drain(**future);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name() == "after");
+}
+
+TEST_CASE("retention by age") {
+  Harness h(KELP_BACKENDS, [](FilerOptions& o) { o.event_retention_age = std::chrono::milliseconds(60'000); });
+  h.Mkfile(1, "old");
+  h.clock.Advance(120s);
+  h.Mkfile(1, "new");
+  h.fs->RunMaintenance();
+  auto sub = h.fs->Subscribe(1, "");
+  auto ev = Drain(**sub);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].kind() == EVENT_RESET);
+  CHECK(ev[1].name() == "new");
+}
+
+TEST_CASE("path prefix limits events to a subtree") {
+  Harness h(KELP_BACKENDS);
+  uint64_t a = h.Mkdir(1, "a");
+  uint64_t b = h.Mkdir(1, "b");
+  uint64_t deep = h.Mkdir(a, "deep");
+  CHECK(Err(h.fs->Subscribe(0, "/nope")) == ENOENT);
+  h.Mkfile(1, "file");
+  CHECK(Err(h.fs->Subscribe(0, "/file")) == ENOTDIR);
+  auto sub = h.fs->Subscribe(0, "/a");
+  REQUIRE(sub.ok());
+  h.Mkfile(deep, "in");      // yes
+  h.Mkfile(b, "out");        // no
+  REQUIRE(h.fs->Rename(b, "out", a, "moved", 0).ok());  // yes: lands in /a
+  uint64_t moved = h.fs->Lookup(a, "moved")->ino();
+  SetAttrRequest sa;
+  sa.set_ino(moved);
+  sa.set_valid(SET_ATTR_UID);
+  REQUIRE(h.fs->SetAttr(sa).ok());                       // yes: its parent is /a
+  sa.set_ino(b);
+  REQUIRE(h.fs->SetAttr(sa).ok());                       // no
+  sa.set_ino(a);
+  REQUIRE(h.fs->SetAttr(sa).ok());                       // yes: the prefix itself
+  auto ev = Drain(**sub);
+  std::vector<std::string> what;
+  for (const auto& e : ev) what.push_back(std::to_string(e.kind()) + ":" + e.name() + e.new_name());
+  CHECK(what == std::vector<std::string>{"1:in", "3:outmoved", "4:", "4:"});
+}

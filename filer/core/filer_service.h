@@ -1,0 +1,245 @@
+// FilerService: the filer's namespace core. It keeps the file tree in a KvStore keyed by
+// inode (docs/filer-keys.md) and implements every metadata operation with POSIX semantics
+// and the errno Linux gives (carried in the absl::Status, shared/status.h). Transport
+// adapters (filer/grpc, the HTTP dialects, fsck) call it; it knows nothing of them.
+//
+// Every mutation is one atomic WriteBatch: the change, its events (event_log.h) and the GC
+// queue entries of the blobs it stops referencing (gc_worker.h). Read-modify-writes happen
+// under striped inode locks (lock_table.h documents the lock order); nothing holds a lock
+// across a sync of the WAL or an RPC.
+//
+// Threads: construct, Start() and Stop() from one owner thread; every other method may be
+// called from any thread concurrently once Start() returned OK and until Stop() begins.
+// Start() runs two threads of its own (GC, maintenance) unless options.background_loops is
+// false; Stop() joins them and wakes every event subscriber. While started it exports gauges
+// (kelp_filer_inodes, _sessions, _event_seq, _gc_deleted_total, _gc_failed_total) to
+// MetricsRegistry::Default().
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "filer/cluster/cluster_api.h"
+#include "filer/core/clock.h"
+#include "filer/core/event_log.h"
+#include "filer/core/gc_worker.h"
+#include "filer/core/lock_table.h"
+#include "filer/core/options.h"
+#include "filer/store/sequence.h"
+#include "filer/core/session_table.h"
+#include "filer/store/kv_store.h"
+#include "filer/store/records.h"
+#include "proto/filer.pb.h"
+
+namespace kelp::filer {
+
+class Mutation;
+
+struct CreateArgs {
+  uint64_t parent = 0;
+  std::string name;
+  uint32_t mode = 0;  // S_IFMT bits pick the type; none = regular file
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t rdev = 0;  // character and block devices
+  // Regular files: EEXIST if the name exists. Without it an existing regular file is
+  // returned as is (open(O_CREAT) without O_EXCL). Other types are always exclusive.
+  bool exclusive = false;
+  // With open_handle, the new (or existing) file counts as open by this session.
+  std::string session;
+  bool open_handle = false;
+};
+
+struct RenameResult {
+  Attr moved;
+  std::optional<Attr> replaced;  // the inode that was at the target (nlink after)
+};
+
+class FilerService {
+ public:
+  // kv and cluster are not owned and must outlive the service.
+  FilerService(KvStore* kv, ClusterApi* cluster, FilerOptions options);
+  ~FilerService();
+  FilerService(const FilerService&) = delete;
+  FilerService& operator=(const FilerService&) = delete;
+
+  // Loads the sequences and counters, creates the root directory (inode 1) on first use and
+  // starts the background loops.
+  absl::Status Start();
+  // Stops the loops, ends every subscription (UNAVAILABLE) and syncs the store.
+  void Stop();
+
+  // --- Reads ---------------------------------------------------------------------------
+  // "." and ".." resolve to the directory and its parent.
+  absl::StatusOr<Attr> Lookup(uint64_t parent, std::string_view name);
+  absl::StatusOr<Attr> GetAttr(uint64_t ino);
+  // Entries after `cookie` (0 = from the start) in cookie order, which is the order entries
+  // were added (a rename into the directory adds; one within it keeps the entry's place).
+  // Cookies are stable: an entry keeps its cookie while it exists, so entries added or
+  // removed during a listing never make others vanish or repeat. fn returns false to stop
+  // early. limit 0 = all. Memory is constant in the directory size.
+  using EntryFn = std::function<bool(DirEntry&&)>;
+  absl::Status ReadDir(uint64_t ino, uint64_t cookie, size_t limit, bool with_attrs,
+                       const EntryFn& fn);
+  // Entries whose names sort after start_after, in byte order of the names (the HTTP
+  // dialects' lastFileName paging). Cookies are filled in too.
+  absl::Status ListByName(uint64_t ino, std::string_view start_after, size_t limit,
+                          bool with_attrs, const EntryFn& fn);
+  // Resolves an absolute path ("/a/b"; "" and "/" are the root) without following symlinks.
+  absl::StatusOr<Attr> ResolvePath(std::string_view path);
+
+  // --- Namespace ---------------------------------------------------------------------
+  absl::StatusOr<Attr> Create(const CreateArgs& args);
+  absl::StatusOr<Attr> Symlink(uint64_t parent, std::string_view name, std::string_view target,
+                               uint32_t uid, uint32_t gid);
+  absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name);
+  // Returns the inode afterwards (nlink may be 0: then it is purged or, if open, an orphan).
+  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name);
+  absl::Status Rmdir(uint64_t parent, std::string_view name);
+  // Removes name and, if it is a directory, everything below it (HTTP DELETE ?recursive=true).
+  // Not atomic: it is a depth-first series of Unlink/Rmdir, each atomic; entries added
+  // concurrently are removed too or make it fail ENOTEMPTY after a few rounds.
+  absl::Status RemoveTree(uint64_t parent, std::string_view name);
+  // flags: kRenameNoReplace, kRenameExchange (filer/client/limits.h).
+  absl::StatusOr<RenameResult> Rename(uint64_t parent, std::string_view name,
+                                      uint64_t new_parent, std::string_view new_name,
+                                      uint32_t flags);
+  // req.valid says which fields apply (SetAttrBits). SIZE truncates: shrinking drops and
+  // trims chunk records and collects blobs nothing references any more; growing reads zeros.
+  // ctime becomes now unless CTIME is given.
+  absl::StatusOr<Attr> SetAttr(const SetAttrRequest& req);
+
+  // --- Extended attributes -----------------------------------------------------------
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, std::string_view name);
+  // flags: kXattrCreate, kXattrReplace.
+  absl::Status SetXattr(uint64_t ino, std::string_view name, std::string_view value,
+                        uint32_t flags);
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino);
+  absl::Status RemoveXattr(uint64_t ino, std::string_view name);
+
+  // --- Data --------------------------------------------------------------------------
+  absl::StatusOr<StatFsResponse> StatFs();
+  // Attributes, inline data and chunk records (seq order) as one consistent snapshot.
+  absl::StatusOr<GetChunksResponse> GetChunks(uint64_t ino);
+  // Appends records with filer-assigned seqs (O(new chunks)); compacts the list when it has
+  // grown past options.compact_min_chunks / twice its last compacted size. sync: the WAL is
+  // synced before returning.
+  absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req);
+  // Replaces the content with data (at most kMaxInlineSize bytes), collecting every chunk.
+  absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns,
+                                   bool sync);
+  // Syncs the WAL: every mutation acknowledged so far is durable.
+  absl::Status Fsync(uint64_t ino);
+
+  // --- Sessions ----------------------------------------------------------------------
+  absl::StatusOr<OpenSessionResponse> OpenSession(std::string_view client);
+  // Extends the lease. An unknown session answers NOT_FOUND unless reattach is set: then the
+  // session is (re)created under this id holding exactly open_inodes (inodes that no longer
+  // exist are skipped).
+  absl::Status KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes,
+                         bool reattach);
+  absl::Status Open(std::string_view session, uint64_t ino);
+  absl::Status Release(std::string_view session, uint64_t ino);
+
+  // --- Events ------------------------------------------------------------------------
+  // from_seq 0 = only events after now. path_prefix ("" or "/" = everything) names a
+  // directory, resolved once now: events of entries in its subtree are delivered (attribute
+  // and data events are placed by the inode's parent pointer; events whose place cannot be
+  // decided any more are delivered). A from_seq older than retention (or newer than any
+  // event) starts with EVENT_RESET.
+  absl::StatusOr<std::unique_ptr<EventSubscription>> Subscribe(uint64_t from_seq,
+                                                               std::string_view path_prefix);
+
+  // --- Cluster pass-through and maintenance --------------------------------------------
+  ClusterApi* cluster() { return cluster_; }
+  GcWorker& gc() { return gc_; }
+  EventLog& events() { return events_; }
+  // One round of session expiry, orphan purge (after the start grace) and event trimming.
+  // The maintenance thread calls it every options.maintenance_interval; tests call it.
+  void RunMaintenance();
+  // Inodes in the namespace (including orphans), kept exactly with the mutations.
+  int64_t InodeCount() const;
+  const FilerOptions& options() const { return opts_; }
+
+ private:
+  friend class Mutation;
+
+  // Helpers shared by the operations (filer_service.cc).
+  absl::StatusOr<InodeRecord> LoadInode(uint64_t ino);
+  absl::StatusOr<InodeRecord> LoadDir(uint64_t ino);  // ENOTDIR unless a directory
+  absl::StatusOr<std::optional<DentryValue>> LoadDentry(uint64_t parent, std::string_view name);
+  absl::StatusOr<bool> DirIsEmpty(uint64_t ino);
+  // Adds name -> rec to dir (dentry + readdir index; dir.next_cookie advances).
+  void AddEntry(Mutation& m, InodeRecord& dir, std::string_view name, const InodeRecord& rec);
+  void RemoveEntry(Mutation& m, uint64_t parent, std::string_view name, const DentryValue& d);
+  // Points an existing entry at another inode, keeping its cookie.
+  void RepointEntry(Mutation& m, uint64_t parent, std::string_view name, uint64_t cookie,
+                    const InodeRecord& rec);
+  void PutInode(Mutation& m, InodeRecord& rec);  // bumps version
+  // rec has nlink 0: keep it as an orphan while open, else purge it now.
+  absl::Status DropOrOrphan(Mutation& m, InodeRecord& rec);
+  // Deletes the inode with its chunks (to GC), inline data, xattrs and orphan mark.
+  absl::Status PurgeInode(Mutation& m, const InodeRecord& rec);
+  // Purges ino if it is an orphan nobody holds open. Takes the inode's lock.
+  absl::Status PurgeOrphanIfUnused(uint64_t ino);
+  // Is `dir` the directory `ancestor` or inside it? Walks parent pointers.
+  absl::StatusOr<bool> IsWithin(uint64_t dir, uint64_t ancestor);
+  Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
+  absl::Status TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size);
+  absl::Status MaybeCompactLocked(Mutation& m, InodeRecord& rec, const std::vector<Chunk>& added);
+  absl::StatusOr<Attr> CreateNode(const CreateArgs& args, std::string_view symlink_target);
+  // Unlink and Rmdir.
+  absl::StatusOr<InodeRecord> RemoveName(uint64_t parent, std::string_view name, bool rmdir);
+  absl::Status EmptyDir(uint64_t dir, int depth);
+  // Rename once every involved inode is locked and the dentries re-validated.
+  absl::StatusOr<RenameResult> RenameLocked(const LockTable::Guard& guard, uint64_t parent,
+                                            std::string_view name, const DentryValue& src,
+                                            uint64_t new_parent, std::string_view new_name,
+                                            const std::optional<DentryValue>& dst,
+                                            uint32_t flags);
+  absl::Status EnsureRoot();
+  absl::Status LoadCounters();
+  void MaintenanceLoop();
+  int64_t NowNs() { return clock_->WallNs(); }
+
+  KvStore* const kv_;
+  ClusterApi* const cluster_;
+  const FilerOptions opts_;
+  Clock* const clock_;
+  LockTable locks_;
+  // Serialises cross-directory renames that move directories, so the "not into its own
+  // subtree" walk cannot race with another such rename (Linux's s_vfs_rename_mutex).
+  // Taken before any stripe.
+  std::mutex rename_mu_;
+  SequenceAllocator inode_seq_;
+  SequenceAllocator chunk_seq_;
+  EventLog events_;
+  SessionTable sessions_;
+  GcWorker gc_;
+  // Inode count deltas, one per lock stripe, each changed only with its stripe held and
+  // persisted under keys::CounterKey in the same batch as the mutation that changes it.
+  // Atomic only so InodeCount() can read them without the stripes.
+  std::unique_ptr<std::atomic<int64_t>[]> counters_;
+  int64_t start_mono_ns_ = 0;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ ABSL_GUARDED_BY(loop_mu_) = false;
+  std::thread maintenance_;
+  std::atomic<bool> started_{false};
+  std::vector<int> metric_callbacks_;  // MetricsRegistry::Default() ids, removed at Stop()
+};
+
+}  // namespace kelp::filer

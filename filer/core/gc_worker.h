@@ -1,0 +1,80 @@
+// Chunk garbage collection. Mutations that drop the last reference to a blob append it to
+// the durable GC queue (key family G, ordered by due time) in their own WriteBatch
+// (Enqueue); this worker deletes due blobs from the volume servers in batches through
+// ClusterApi::DeleteBlobs and re-queues failures with exponential backoff. A restart loses
+// nothing: the queue is in the store, and an entry leaves it only in the batch that follows
+// a successful delete.
+//
+// A blob belongs to one inode: the filer only queues a fid when no chunk record of that
+// inode references it any more (docs/filer-keys.md, "Blob ownership").
+//
+// Thread-safe. Start/Stop from the owner's thread; Enqueue/Wake/RunOnce from any thread.
+// run_mu_ serialises delete rounds and is held across the DeleteBlobs RPC; it is never held
+// together with any other filer lock.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "filer/cluster/cluster_api.h"
+#include "filer/core/clock.h"
+#include "filer/core/options.h"
+#include "filer/store/sequence.h"
+#include "filer/store/kv_store.h"
+#include "filer/store/records.h"
+
+namespace kelp::filer {
+
+class GcWorker {
+ public:
+  GcWorker(KvStore* kv, ClusterApi* cluster, Clock* clock, const FilerOptions& opts);
+  ~GcWorker();
+  GcWorker(const GcWorker&) = delete;
+  GcWorker& operator=(const GcWorker&) = delete;
+
+  absl::Status Load();
+  void Start();
+  void Stop();
+
+  // Adds queue entries for fids (due now) to batch. Call Wake() after the batch is written.
+  absl::Status Enqueue(WriteBatch* batch, const std::vector<std::string>& fids, uint64_t ino);
+  void Wake();
+
+  // One round: deletes up to options.gc_batch due blobs. Returns how many were deleted.
+  absl::StatusOr<size_t> RunOnce();
+
+  // Entries in the queue, due or not, in key order (at most max). For tests and fsck.
+  absl::StatusOr<std::vector<GcValue>> Pending(size_t max) const;
+
+  uint64_t deleted_total() const { return deleted_total_.load(); }
+  uint64_t failed_total() const { return failed_total_.load(); }
+
+ private:
+  void Loop();
+  int64_t BackoffMs(uint64_t attempts) const;
+
+  KvStore* const kv_;
+  ClusterApi* const cluster_;
+  Clock* const clock_;
+  const FilerOptions opts_;
+  SequenceAllocator seq_;
+  std::mutex run_mu_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+
+  std::atomic<uint64_t> deleted_total_{0};
+  std::atomic<uint64_t> failed_total_{0};
+};
+
+}  // namespace kelp::filer

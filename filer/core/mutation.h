@@ -1,0 +1,45 @@
+// One namespace mutation: the WriteBatch, the events it emits, the blobs it stops
+// referencing and the inode-count change, committed together as one atomic write.
+//
+// Used by one thread, inside the inode locks (`guard`) of the operation that builds it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "filer/core/lock_table.h"
+#include "filer/store/kv_store.h"
+#include "proto/filer.pb.h"
+
+namespace kelp::filer {
+
+class FilerService;
+
+class Mutation {
+ public:
+  Mutation(FilerService* fs, const LockTable::Guard& guard) : fs_(fs), guard_(guard) {}
+
+  WriteBatch& batch() { return batch_; }
+  // seq and (if unset) time are filled in at commit.
+  void Emit(Event e) { events_.push_back(std::move(e)); }
+  // Queues blobs for deletion (they must no longer be referenced once this commits).
+  void Collect(std::vector<std::string> fids, uint64_t ino);
+  // Inodes created (+) or purged (-).
+  void AdjustInodes(int64_t delta) { inode_delta_ += delta; }
+
+  // Writes everything (unsynced: callers sync after dropping their locks when asked to).
+  absl::Status Commit();
+
+ private:
+  FilerService* const fs_;
+  const LockTable::Guard& guard_;
+  WriteBatch batch_;
+  std::vector<Event> events_;
+  std::vector<std::pair<std::vector<std::string>, uint64_t>> garbage_;
+  int64_t inode_delta_ = 0;
+};
+
+}  // namespace kelp::filer

@@ -1,0 +1,106 @@
+// SetAttr, including truncate. Shrinking drops chunk records past the new end, trims the one
+// that straddles it, and queues blobs no record references any more for GC, so growing the
+// file again reads zeros there.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <set>
+
+#include "filer/client/limits.h"
+#include "filer/core/filer_service.h"
+#include "filer/core/mutation.h"
+#include "filer/store/keys.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::filer {
+namespace {
+
+bool Has(uint32_t valid, SetAttrBits bit) { return (valid & bit) != 0; }
+
+}  // namespace
+
+absl::StatusOr<Attr> FilerService::SetAttr(const SetAttrRequest& req) {
+  const uint32_t valid = req.valid();
+  auto guard = locks_.Lock({req.ino()});
+  ASSIGN_OR_RETURN(InodeRecord rec, LoadInode(req.ino()));
+  int64_t now = NowNs();
+  Mutation m(this, guard);
+  bool data_changed = false;
+
+  if (Has(valid, SET_ATTR_SIZE)) {
+    if (rec.IsDir()) return PosixError(EISDIR, "truncate of a directory");
+    if (!rec.IsReg()) return PosixError(EINVAL, "truncate of a special file");
+    if (req.size() > kMaxFileSize) return PosixError(EFBIG, "size too large");
+    data_changed = req.size() != rec.size;
+    RETURN_IF_ERROR(TruncateLocked(m, rec, req.size()));
+    rec.mtime_ns = now;
+  }
+  if (Has(valid, SET_ATTR_MODE)) rec.mode = (rec.mode & S_IFMT) | (req.mode() & 07777);
+  if (Has(valid, SET_ATTR_UID)) rec.uid = req.uid();
+  if (Has(valid, SET_ATTR_GID)) rec.gid = req.gid();
+  if (Has(valid, SET_ATTR_ATIME_NOW)) {
+    rec.atime_ns = now;
+  } else if (Has(valid, SET_ATTR_ATIME)) {
+    rec.atime_ns = req.atime_ns();
+  }
+  if (Has(valid, SET_ATTR_MTIME_NOW)) {
+    rec.mtime_ns = now;
+  } else if (Has(valid, SET_ATTR_MTIME)) {
+    rec.mtime_ns = req.mtime_ns();
+  }
+  rec.ctime_ns = Has(valid, SET_ATTR_CTIME) ? req.ctime_ns() : now;
+
+  PutInode(m, rec);
+  m.Emit(MakeEvent(data_changed ? EVENT_DATA : EVENT_ATTR, rec, rec.parent, ""));
+  RETURN_IF_ERROR(m.Commit());
+  return rec.ToAttr();
+}
+
+absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size) {
+  if (size >= rec.size) {
+    // No record reaches past the old size (commits raise the size to their end), so the
+    // new range is a hole.
+    rec.size = size;
+    return absl::OkStatus();
+  }
+  std::set<std::string> kept, dropped;
+  std::string prefix = keys::ChunkPrefix(rec.ino);
+  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  for (; it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
+    if (c.offset() >= size) {
+      m.batch().Delete(it->key());
+      --rec.chunk_count;
+      dropped.insert(c.fid());
+    } else if (c.offset() + c.size() > size) {
+      c.set_size(size - c.offset());
+      m.batch().Put(it->key(), EncodeChunk(c));
+      kept.insert(c.fid());
+    } else {
+      kept.insert(c.fid());
+    }
+  }
+  RETURN_IF_ERROR(it->status());
+  std::vector<std::string> garbage;
+  for (const auto& fid : dropped) {
+    if (!kept.count(fid)) garbage.push_back(fid);
+  }
+  m.Collect(std::move(garbage), rec.ino);
+  rec.compacted_chunks = std::min(rec.compacted_chunks, rec.chunk_count);
+
+  if (rec.inline_size > size) {
+    if (size == 0) {
+      m.batch().Delete(keys::InlineKey(rec.ino));
+    } else {
+      ASSIGN_OR_RETURN(std::string data, kv_->Get(keys::InlineKey(rec.ino)));
+      data.resize(size);
+      m.batch().Put(keys::InlineKey(rec.ino), data);
+    }
+    rec.inline_size = size;
+  }
+  rec.size = size;
+  return absl::OkStatus();
+}
+
+}  // namespace kelp::filer

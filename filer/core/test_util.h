@@ -1,0 +1,271 @@
+// Test scaffolding for filer/core: a fake ClusterApi, a store wrapper that counts what each
+// batch writes, and a harness that runs a FilerService on the memory or the RocksDB store
+// and can restart it. Tests only.
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "filer/core/clock.h"
+#include "filer/core/consistency_check.h"
+#include "filer/core/filer_service.h"
+#include "filer/store/kv_store.h"
+#include "shared/file_id.h"
+#include "shared/status.h"
+
+namespace kelp::filer::testing {
+
+// A fid for tests: volume 1, key n.
+inline std::string Fid(uint64_t n) { return FileId{1, n, 0x1234abcd}.ToString(); }
+
+inline Chunk MakeChunk(const std::string& fid, uint64_t offset, uint64_t size,
+                       uint64_t blob_offset = 0) {
+  Chunk c;
+  c.set_fid(fid);
+  c.set_offset(offset);
+  c.set_size(size);
+  c.set_blob_offset(blob_offset);
+  return c;
+}
+
+class FakeCluster : public ClusterApi {
+ public:
+  absl::StatusOr<cluster::AssignResponse> Assign(const cluster::AssignRequest& req) override {
+    std::lock_guard lock(mu_);
+    cluster::AssignResponse r;
+    r.set_fid(Fid(++next_key_));
+    r.set_count(req.count() == 0 ? 1 : req.count());
+    next_key_ += r.count() - 1;
+    auto* loc = r.add_locations();
+    loc->set_url("127.0.0.1:8080");
+    loc->set_public_url("127.0.0.1:8080");
+    return r;
+  }
+  absl::StatusOr<cluster::LookupVolumeResponse> LookupVolume(
+      const cluster::LookupVolumeRequest& req) override {
+    cluster::LookupVolumeResponse r;
+    for (uint32_t vid : req.volume_ids()) {
+      auto* v = r.add_volumes();
+      v->set_volume_id(vid);
+      if (vid == 1) {
+        v->add_locations()->set_url("127.0.0.1:8080");
+      } else {
+        v->set_error("volume not found");
+      }
+    }
+    return r;
+  }
+  Capacity GetCapacity() override { return {1ULL << 40, 1ULL << 39}; }
+  std::vector<absl::Status> DeleteBlobs(const std::vector<std::string>& fids) override {
+    std::vector<absl::Status> out;
+    {
+      std::lock_guard lock(mu_);
+      ++delete_calls_;
+      for (const auto& f : fids) {
+        if (fail_) {
+          out.push_back(absl::UnavailableError("volume server down"));
+        } else {
+          deleted_.push_back(f);
+          out.push_back(absl::OkStatus());
+        }
+      }
+    }
+    cv_.notify_all();
+    return out;
+  }
+
+  void SetFail(bool fail) {
+    std::lock_guard lock(mu_);
+    fail_ = fail;
+  }
+  std::vector<std::string> deleted() {
+    std::lock_guard lock(mu_);
+    return deleted_;
+  }
+  int delete_calls() {
+    std::lock_guard lock(mu_);
+    return delete_calls_;
+  }
+  // Waits (without polling) until fid was deleted.
+  bool WaitDeleted(const std::string& fid, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] {
+      return std::find(deleted_.begin(), deleted_.end(), fid) != deleted_.end();
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t next_key_ = 1000;
+  bool fail_ = false;
+  std::vector<std::string> deleted_;
+  int delete_calls_ = 0;
+};
+
+// Forwards to a store and remembers the size of the last batch written.
+class CountingKvStore : public KvStore {
+ public:
+  explicit CountingKvStore(KvStore* base) : base_(base) {}
+  absl::StatusOr<std::string> Get(std::string_view key) override { return base_->Get(key); }
+  absl::Status Write(const WriteBatch& batch, bool sync) override {
+    last_batch_ = batch.size();
+    ++writes_;
+    return base_->Write(batch, sync);
+  }
+  using KvStore::Scan;
+  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
+                                   size_t limit) override {
+    ++scans_;
+    return base_->Scan(begin, end, limit);
+  }
+  absl::Status Sync() override { return base_->Sync(); }
+  uint64_t ApproximateSize() override { return base_->ApproximateSize(); }
+
+  std::atomic<size_t> last_batch_{0};
+  std::atomic<size_t> writes_{0};
+  std::atomic<size_t> scans_{0};
+
+ private:
+  KvStore* base_;
+};
+
+inline FilerOptions TestOptions(Clock* clock) {
+  FilerOptions o;
+  o.background_loops = false;
+  o.orphan_grace = std::chrono::milliseconds(0);
+  o.session_timeout = std::chrono::milliseconds(10'000);
+  o.lock_stripes = 64;
+  o.clock = clock;
+  return o;
+}
+
+// A FilerService on a fresh "memory" or "rocksdb" store, with a fake cluster and clock.
+class Harness {
+ public:
+  explicit Harness(std::string backend, std::function<void(FilerOptions&)> tweak = nullptr)
+      : backend_(std::move(backend)) {
+    opts_ = TestOptions(&clock);
+    if (tweak) tweak(opts_);
+    static std::atomic<int> n{0};
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kelp-filer-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    std::filesystem::remove_all(dir_);
+    OpenStore();
+    Boot();
+  }
+  ~Harness() {
+    fs.reset();
+    counting.reset();
+    kv.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Stops the service and, for RocksDB, closes the store; then opens both again, as a filer
+  // process restart does. Sessions (memory only) are lost.
+  void Restart() {
+    fs->Stop();
+    fs.reset();
+    counting.reset();
+    if (backend_ == "rocksdb") {
+      kv.reset();
+      OpenStore();
+    }
+    Boot();
+  }
+
+  FilerOptions& options() { return opts_; }
+  const std::string& backend() const { return backend_; }
+
+  uint64_t Mkdir(uint64_t parent, const std::string& name, uint32_t mode = 0755) {
+    CreateArgs a;
+    a.parent = parent;
+    a.name = name;
+    a.mode = S_IFDIR | mode;
+    auto r = fs->Create(a);
+    REQUIRE(r.ok());
+    return r->ino();
+  }
+  uint64_t Mkfile(uint64_t parent, const std::string& name) {
+    CreateArgs a;
+    a.parent = parent;
+    a.name = name;
+    a.mode = S_IFREG | 0644;
+    a.exclusive = true;
+    auto r = fs->Create(a);
+    REQUIRE(r.ok());
+    return r->ino();
+  }
+  std::vector<std::string> Names(uint64_t dir) {
+    std::vector<std::string> out;
+    REQUIRE(fs->ReadDir(dir, 0, 0, false, [&](DirEntry&& e) {
+                out.push_back(e.name());
+                return true;
+              }).ok());
+    return out;
+  }
+  std::vector<std::string> GcFids() {
+    auto p = fs->gc().Pending(100000);
+    REQUIRE(p.ok());
+    std::vector<std::string> out;
+    for (const auto& g : *p) out.push_back(g.fid);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  void RequireConsistent() {
+    auto r = CheckNamespace(*kv);
+    REQUIRE(r.ok());
+    INFO(r->Summary());
+    REQUIRE(r->ok());
+  }
+
+  FakeClock clock;
+  FakeCluster cluster;
+  std::unique_ptr<KvStore> kv;
+  std::unique_ptr<CountingKvStore> counting;
+  std::unique_ptr<FilerService> fs;
+
+ private:
+  void OpenStore() {
+    if (backend_ == "rocksdb") {
+      auto r = OpenRocksKvStore(dir_.string());
+      REQUIRE(r.ok());
+      kv = std::move(*r);
+    } else {
+      kv = NewMemoryKvStore();
+    }
+  }
+  void Boot() {
+    counting = std::make_unique<CountingKvStore>(kv.get());
+    fs = std::make_unique<FilerService>(counting.get(), &cluster, opts_);
+    auto s = fs->Start();
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+
+  std::string backend_;
+  FilerOptions opts_;
+  std::filesystem::path dir_;
+};
+
+// The errno of a status or StatusOr.
+inline int Err(const absl::Status& s) { return ErrnoOf(s); }
+template <typename T>
+int Err(const absl::StatusOr<T>& s) {
+  return ErrnoOf(s.status());
+}
+
+#define KELP_BACKENDS GENERATE(as<std::string>{}, "memory", "rocksdb")
+
+}  // namespace kelp::filer::testing

@@ -1,0 +1,123 @@
+// The filer's key layout on the KvStore. Every key starts with one family byte; integers in
+// keys are big-endian so byte order is numeric order. The prose spec, with the value formats,
+// is docs/filer-keys.md; change both together. Value encodings live in records.h.
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "filer/store/coding.h"
+
+namespace kelp::filer::keys {
+
+// Bumped when the layout changes incompatibly; stored under MetaKey(kFormatVersionName).
+inline constexpr uint64_t kFormatVersion = 1;
+inline constexpr std::string_view kFormatVersionName = "format";
+
+// Family bytes (docs/filer-keys.md, "Families").
+inline constexpr char kMeta = 'M';       // M name                          -> meta value
+inline constexpr char kSequence = 'Q';   // Q name                          -> u64 BE high-water mark
+inline constexpr char kCounter = 'N';    // N stripe(u32 BE)                -> zigzag varint inode delta
+inline constexpr char kInode = 'I';      // I ino                           -> InodeRecord
+inline constexpr char kDentry = 'D';     // D parent name                   -> DentryValue
+inline constexpr char kDirIndex = 'K';   // K parent cookie                 -> DirIndexValue
+inline constexpr char kChunk = 'C';      // C ino seq                       -> ChunkValue
+inline constexpr char kInline = 'F';     // F ino                           -> raw content bytes
+inline constexpr char kXattr = 'X';      // X ino name                      -> raw value bytes
+inline constexpr char kOrphan = 'O';     // O ino                           -> varint unlink time ns
+inline constexpr char kGc = 'G';         // G due_ms seq                    -> GcValue
+inline constexpr char kEvent = 'E';      // E seq                           -> serialized kelp.filer.Event
+
+// Sequence names (family Q).
+inline constexpr std::string_view kInodeSeq = "inode";
+inline constexpr std::string_view kChunkSeq = "chunk";
+inline constexpr std::string_view kEventSeq = "event";
+inline constexpr std::string_view kGcSeq = "gc";
+inline constexpr std::string_view kSessionSeq = "session";
+// Meta names (family M).
+inline constexpr std::string_view kEventFloorName = "event_floor";  // u64 BE: seqs below were trimmed
+
+inline constexpr uint64_t kRootIno = 1;
+
+inline std::string Family(char f) { return std::string(1, f); }
+
+inline std::string WithIno(char family, uint64_t ino) {
+  std::string k(1, family);
+  PutFixed64BE(&k, ino);
+  return k;
+}
+
+inline std::string MetaKey(std::string_view name) { return std::string(1, kMeta).append(name); }
+inline std::string SequenceKey(std::string_view name) {
+  return std::string(1, kSequence).append(name);
+}
+inline std::string CounterKey(uint32_t stripe) {
+  std::string k(1, kCounter);
+  PutFixed32BE(&k, stripe);
+  return k;
+}
+
+inline std::string InodeKey(uint64_t ino) { return WithIno(kInode, ino); }
+
+inline std::string DentryKey(uint64_t parent, std::string_view name) {
+  return WithIno(kDentry, parent).append(name);
+}
+inline std::string DentryPrefix(uint64_t parent) { return WithIno(kDentry, parent); }
+
+inline std::string DirIndexKey(uint64_t parent, uint64_t cookie) {
+  std::string k = WithIno(kDirIndex, parent);
+  PutFixed64BE(&k, cookie);
+  return k;
+}
+inline std::string DirIndexPrefix(uint64_t parent) { return WithIno(kDirIndex, parent); }
+
+inline std::string ChunkKey(uint64_t ino, uint64_t seq) {
+  std::string k = WithIno(kChunk, ino);
+  PutFixed64BE(&k, seq);
+  return k;
+}
+inline std::string ChunkPrefix(uint64_t ino) { return WithIno(kChunk, ino); }
+
+inline std::string InlineKey(uint64_t ino) { return WithIno(kInline, ino); }
+
+inline std::string XattrKey(uint64_t ino, std::string_view name) {
+  return WithIno(kXattr, ino).append(name);
+}
+inline std::string XattrPrefix(uint64_t ino) { return WithIno(kXattr, ino); }
+
+inline std::string OrphanKey(uint64_t ino) { return WithIno(kOrphan, ino); }
+
+inline std::string GcKey(uint64_t due_ms, uint64_t seq) {
+  std::string k = WithIno(kGc, due_ms);
+  PutFixed64BE(&k, seq);
+  return k;
+}
+
+inline std::string EventKey(uint64_t seq) { return WithIno(kEvent, seq); }
+
+// The smallest key greater than every key starting with prefix ("" if there is none), for
+// the exclusive end of a prefix scan or DeleteRange.
+inline std::string PrefixEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    auto& c = end.back();
+    if (static_cast<uint8_t>(c) != 0xff) {
+      c = static_cast<char>(static_cast<uint8_t>(c) + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return end;
+}
+
+// The big-endian u64 that follows the family byte of a key (the ino, parent, due time or seq).
+inline uint64_t FirstU64(std::string_view key) { return DecodeFixed64BE(key.substr(1, 8)); }
+// The big-endian u64 after the first one (cookie, chunk seq, GC seq).
+inline uint64_t SecondU64(std::string_view key) { return DecodeFixed64BE(key.substr(9, 8)); }
+// The bytes after family + u64: the name in dentry and xattr keys.
+inline std::string_view NameOf(std::string_view key) { return key.substr(9); }
+
+}  // namespace kelp::filer::keys

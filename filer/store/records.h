@@ -1,0 +1,78 @@
+// Value encodings of the filer's key families (keys.h; prose spec docs/filer-keys.md).
+// Every encoding is versioned or self-delimiting so fields can be appended later.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "proto/filer.pb.h"
+
+namespace kelp::filer {
+
+// One inode: the attributes the API exposes plus the filer's own bookkeeping.
+struct InodeRecord {
+  uint64_t ino = 0;
+  uint32_t mode = 0;  // with S_IFMT bits
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;
+  uint32_t nlink = 0;
+  int64_t atime_ns = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  int64_t crtime_ns = 0;
+  uint64_t rdev = 0;
+  uint64_t generation = 0;
+  uint64_t parent = 0;   // directories: the one parent; others: the parent of the first link
+  uint64_t version = 0;  // bumps on every change of the inode or its chunks
+  std::string symlink_target;
+  // Bookkeeping, not part of Attr.
+  uint64_t chunk_count = 0;       // records under ChunkPrefix(ino)
+  uint64_t compacted_chunks = 0;  // chunk_count right after the last compaction
+  uint64_t inline_size = 0;       // bytes under InlineKey(ino); 0 = no inline data
+  uint64_t next_cookie = 1;       // directories: the readdir cookie the next entry gets
+
+  bool IsDir() const;
+  bool IsReg() const;
+  Attr ToAttr() const;
+};
+
+std::string EncodeInode(const InodeRecord& r);
+// The key's ino is passed in because the value does not repeat it.
+absl::StatusOr<InodeRecord> DecodeInode(uint64_t ino, std::string_view v);
+
+// Value of D parent name.
+struct DentryValue {
+  uint64_t ino = 0;
+  uint32_t type = 0;  // S_IFMT bits of the child
+  uint64_t cookie = 0;
+};
+std::string EncodeDentry(const DentryValue& d);
+absl::StatusOr<DentryValue> DecodeDentry(std::string_view v);
+
+// Value of K parent cookie: the entry at that readdir position.
+struct DirIndexValue {
+  uint64_t ino = 0;
+  uint32_t type = 0;
+  std::string name;
+};
+std::string EncodeDirIndex(uint64_t ino, uint32_t type, std::string_view name);
+absl::StatusOr<DirIndexValue> DecodeDirIndex(std::string_view v);
+
+// Value of C ino seq (the seq is in the key).
+std::string EncodeChunk(const Chunk& c);
+absl::StatusOr<Chunk> DecodeChunk(uint64_t seq, std::string_view v);
+
+// Value of G due_ms seq: a blob waiting to be deleted from the volume servers.
+struct GcValue {
+  std::string fid;
+  uint64_t attempts = 0;  // failed deletes so far
+  uint64_t ino = 0;       // the inode that last referenced it (diagnostics)
+};
+std::string EncodeGc(const GcValue& g);
+absl::StatusOr<GcValue> DecodeGc(std::string_view v);
+
+}  // namespace kelp::filer

@@ -1,0 +1,79 @@
+#include "filer/store/records.h"
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+
+#include "filer/store/keys.h"
+
+using namespace kelp::filer;
+
+TEST_CASE("inode records round-trip") {
+  InodeRecord r;
+  r.mode = S_IFLNK | 0777;
+  r.uid = 1000;
+  r.gid = 4294967295u;
+  r.size = 1ULL << 50;
+  r.nlink = 3;
+  r.atime_ns = -1;
+  r.mtime_ns = 1'700'000'000'123'456'789;
+  r.ctime_ns = 5;
+  r.crtime_ns = 6;
+  r.rdev = 0x0801;
+  r.generation = 1;
+  r.parent = 77;
+  r.version = 99;
+  r.symlink_target = std::string("a\0b", 3);
+  r.chunk_count = 10;
+  r.compacted_chunks = 4;
+  r.inline_size = 12;
+  r.next_cookie = 1234;
+  auto d = DecodeInode(42, EncodeInode(r));
+  REQUIRE(d.ok());
+  CHECK(d->ino == 42);
+  CHECK(EncodeInode(*d) == EncodeInode(r));
+  CHECK(d->atime_ns == -1);
+  CHECK(d->symlink_target == r.symlink_target);
+  Attr a = d->ToAttr();
+  CHECK(a.ino() == 42);
+  CHECK(a.mtime_ns() == r.mtime_ns);
+  CHECK_FALSE(DecodeInode(1, "").ok());
+  CHECK_FALSE(DecodeInode(1, EncodeInode(r).substr(0, 10)).ok());
+}
+
+TEST_CASE("dentry, index, chunk and gc values round-trip") {
+  auto d = DecodeDentry(EncodeDentry({123456789, S_IFDIR, 55}));
+  REQUIRE(d.ok());
+  CHECK(d->ino == 123456789);
+  CHECK(d->type == S_IFDIR);
+  CHECK(d->cookie == 55);
+  auto k = DecodeDirIndex(EncodeDirIndex(9, S_IFREG, "name with spaces"));
+  CHECK(k->name == "name with spaces");
+  Chunk c;
+  c.set_fid("3,01637037d6");
+  c.set_offset(1);
+  c.set_size(2);
+  c.set_blob_offset(3);
+  c.set_blob_size(4);
+  auto c2 = DecodeChunk(77, EncodeChunk(c));
+  REQUIRE(c2.ok());
+  CHECK(c2->seq() == 77);
+  CHECK(c2->fid() == "3,01637037d6");
+  CHECK(c2->blob_size() == 4);
+  auto g = DecodeGc(EncodeGc({"1,02aa", 3, 9}));
+  CHECK(g->fid == "1,02aa");
+  CHECK(g->attempts == 3);
+  CHECK_FALSE(DecodeChunk(1, "\x05").ok());
+}
+
+TEST_CASE("keys sort numerically and prefix ends bound their family") {
+  CHECK(keys::DentryKey(255, "z") < keys::DentryKey(256, "a"));
+  CHECK(keys::ChunkKey(1, 9) < keys::ChunkKey(1, 10));
+  CHECK(keys::ChunkKey(1, UINT64_MAX) < keys::PrefixEnd(keys::ChunkPrefix(1)));
+  CHECK(keys::PrefixEnd(keys::ChunkPrefix(1)) <= keys::ChunkKey(2, 0));
+  CHECK(keys::PrefixEnd("a\xff\xff") == "b");
+  CHECK(keys::PrefixEnd("\xff").empty());
+  CHECK(keys::FirstU64(keys::GcKey(5, 6)) == 5);
+  CHECK(keys::SecondU64(keys::GcKey(5, 6)) == 6);
+  CHECK(keys::NameOf(keys::XattrKey(3, "user.x")) == "user.x");
+}

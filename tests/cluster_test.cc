@@ -1,0 +1,279 @@
+// Issue 2 end to end: a filer and three volume servers as real processes on loopback.
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <mutex>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "shared/file_id.h"
+#include "shared/http/http_client.h"
+#include "shared/strings.h"
+#include "tests/harness/harness.h"
+
+using namespace kelp;
+using namespace kelp::testing;
+using nlohmann::json;
+
+namespace {
+
+struct VolumeProc {
+  int port = 0;
+  int grpc_port = 0;
+  std::string dir;
+  std::string rack;
+  std::unique_ptr<Process> proc;
+  std::string addr() const { return StrCat("127.0.0.1:", port); }
+};
+
+class Cluster {
+ public:
+  explicit Cluster(int volumes, int volume_size_limit_mb = 1000, int max_volumes = 8)
+      : limit_mb_(volume_size_limit_mb), max_volumes_(max_volumes) {
+    filer_port_ = FreePort();
+    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.Sub("filer")), StrCat("-port=", filer_port_),
+                             StrCat("-volumeSizeLimitMB=", volume_size_limit_mb), "-pulseMs=300"},
+                            tmp_.Sub("filer.log"));
+    REQUIRE(f.ok());
+    filer_ = std::move(*f);
+    REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
+    for (int i = 0; i < volumes; ++i) {
+      VolumeProc v;
+      v.port = FreePort();
+      v.grpc_port = v.port + 10000;
+      v.dir = tmp_.Sub(StrCat("vol", i));
+      v.rack = "rack1";
+      volumes_.push_back(std::move(v));
+      StartVolume(i);
+    }
+    REQUIRE(WaitFor([&] { return AliveServers() == volumes; }, std::chrono::seconds(20)));
+  }
+
+  ~Cluster() {
+    for (auto& v : volumes_) {
+      if (v.proc) v.proc->Stop();
+    }
+    if (filer_) filer_->Stop();
+  }
+
+  std::string filer() const { return StrCat("127.0.0.1:", filer_port_); }
+
+  void StartVolume(int i) {
+    auto& v = volumes_[i];
+    std::filesystem::create_directories(v.dir);
+    auto p = Process::Start({KelpBinary(), "volume", StrCat("-dir=", v.dir), StrCat("-port=", v.port),
+                             StrCat("-port.grpc=", v.grpc_port), StrCat("-filer=", filer()), StrCat("-max=", max_volumes_),
+                             StrCat("-volumeSizeLimitMB=", limit_mb_), StrCat("-rack=", v.rack), "-fileSizeLimitMB=4"},
+                            tmp_.Sub(StrCat("vol", i, ".log")));
+    REQUIRE(p.ok());
+    v.proc = std::move(*p);
+    REQUIRE(WaitForHttp(v.addr(), "/status", std::chrono::seconds(20)));
+  }
+
+  void KillVolume(int i) { volumes_[i].proc->Kill(); }
+  VolumeProc& volume(int i) { return volumes_[i]; }
+
+  json Status() {
+    auto r = client_.Get(filer(), "/status");
+    if (!r.ok() || r->status != 200) return json::object();
+    return json::parse(r->body, nullptr, false);
+  }
+
+  int AliveServers() {
+    json s = Status();
+    int n = 0;
+    if (!s.contains("topology")) return 0;
+    for (const auto& srv : s["topology"]["servers"]) n += srv["alive"].get<bool>() ? 1 : 0;
+    return n;
+  }
+
+  // Assign + upload; returns the fid or an error.
+  absl::StatusOr<std::string> Write(const std::string& data, const std::string& replication = "") {
+    auto a = client_.Get(filer(), StrCat("/dir/assign?replication=", replication));
+    if (!a.ok()) return a.status();
+    if (a->status != 200) return absl::UnavailableError(StrCat("assign: ", a->status, " ", a->body));
+    json j = json::parse(a->body);
+    std::string fid = j["fid"], url = j["url"];
+    auto p = client_.Do("PUT", url, "/" + fid, {}, data);
+    if (!p.ok()) return p.status();
+    if (p->status != 201) return absl::UnavailableError(StrCat("upload: ", p->status, " ", p->body));
+    return fid;
+  }
+
+  // Reads through any live location the filer knows.
+  absl::StatusOr<std::string> Read(const std::string& fid) {
+    auto l = client_.Get(filer(), StrCat("/dir/lookup?volumeId=", fid));
+    if (!l.ok()) return l.status();
+    if (l->status != 200) return absl::NotFoundError(StrCat("lookup ", fid, ": ", l->body));
+    absl::Status last = absl::NotFoundError("no locations");
+    for (const auto& loc : json::parse(l->body)["locations"]) {
+      auto g = client_.Get(loc["url"].get<std::string>(), "/" + fid);
+      if (g.ok() && g->status == 200) return g->body;
+      last = g.ok() ? absl::UnavailableError(StrCat("GET ", fid, ": ", g->status)) : g.status();
+    }
+    return last;
+  }
+
+  http::HttpClient& client() { return client_; }
+
+ private:
+  TempDir tmp_;
+  int limit_mb_;
+  int max_volumes_;
+  int filer_port_ = 0;
+  std::unique_ptr<Process> filer_;
+  std::vector<VolumeProc> volumes_;
+  http::HttpClient client_{http::HttpClient::Options{.connect_timeout_ms = 1000, .io_timeout_ms = 10000}};
+};
+
+}  // namespace
+
+TEST_CASE("write, read and delete blobs over HTTP") {
+  Cluster c(3);
+  std::map<std::string, std::string> written;
+  for (int i = 0; i < 50; ++i) {
+    std::string data = RandomBytes(1 + i * 997, i);
+    auto fid = c.Write(data);
+    REQUIRE(fid.ok());
+    written[*fid] = data;
+  }
+  for (const auto& [fid, data] : written) {
+    auto got = c.Read(fid);
+    REQUIRE(got.ok());
+    CHECK(*got == data);
+  }
+  // Delete one: it is gone; the others are not.
+  std::string victim = written.begin()->first;
+  auto l = c.client().Get(c.filer(), "/dir/lookup?volumeId=" + victim);
+  std::string url = json::parse(l->body)["locations"][0]["url"];
+  auto d = c.client().Do("DELETE", url, "/" + victim);
+  REQUIRE(d.ok());
+  CHECK(d->status == 202);
+  CHECK(c.client().Get(url, "/" + victim)->status == 404);
+  CHECK(c.client().Do("DELETE", url, "/" + victim)->status == 404);
+  CHECK(*c.Read(std::next(written.begin())->first) == std::next(written.begin())->second);
+}
+
+TEST_CASE("kill -9 of a volume server during writes loses nothing acknowledged") {
+  Cluster c(3);
+  std::mutex mu;
+  std::map<std::string, std::string> acked;
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&, t] {
+      for (uint64_t i = 0; !stop; ++i) {
+        std::string data = RandomBytes(512 + (i % 7) * 1000, t * 1000003 + i);
+        auto fid = c.Write(data);
+        if (!fid.ok()) {
+          failures++;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          continue;
+        }
+        std::lock_guard lock(mu);
+        acked[*fid] = data;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  c.KillVolume(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  c.StartVolume(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  for (auto& t : writers) t.join();
+  REQUIRE(WaitFor([&] { return c.AliveServers() == 3; }, std::chrono::seconds(20)));
+  INFO("acknowledged " << acked.size() << " blobs, " << failures.load() << " writes failed and were retried");
+  REQUIRE(acked.size() > 100);
+  for (const auto& [fid, data] : acked) {
+    auto got = c.Read(fid);
+    REQUIRE(got.ok());
+    REQUIRE(*got == data);
+  }
+}
+
+TEST_CASE("a small volume size limit forces new volumes") {
+  Cluster c(3, /*volume_size_limit_mb=*/1, /*max_volumes=*/30);
+  std::map<std::string, std::string> written;
+  std::set<uint32_t> vids;
+  for (int i = 0; i < 60; ++i) {
+    std::string data = RandomBytes(100 * 1024, i);
+    absl::StatusOr<std::string> fid;
+    // A volume that just filled up is noticed at the next heartbeat; retry like a client would.
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      fid = c.Write(data);
+      if (fid.ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    REQUIRE(fid.ok());
+    written[*fid] = data;
+    vids.insert(FileId::Parse(*fid)->volume_id);
+  }
+  // 6 MB of data in 1 MB volumes: at least 6 volumes were used.
+  CHECK(vids.size() >= 6);
+  for (const auto& [fid, data] : written) CHECK(*c.Read(fid) == data);
+}
+
+TEST_CASE("replication 001 survives a dead replica: reads continue, writes go to healthy volumes") {
+  Cluster c(3);
+  std::map<std::string, std::string> written;
+  for (int i = 0; i < 40; ++i) {
+    std::string data = RandomBytes(4096, 7000 + i);
+    auto fid = c.Write(data, "001");
+    REQUIRE(fid.ok());
+    written[*fid] = data;
+  }
+  // Every blob is on two servers.
+  for (const auto& [fid, data] : written) {
+    auto l = c.client().Get(c.filer(), "/dir/lookup?volumeId=" + fid);
+    REQUIRE(json::parse(l->body)["locations"].size() == 2);
+  }
+  c.KillVolume(0);
+  REQUIRE(WaitFor([&] { return c.AliveServers() == 2; }, std::chrono::seconds(20)));
+  for (const auto& [fid, data] : written) {
+    auto got = c.Read(fid);
+    REQUIRE(got.ok());
+    CHECK(*got == data);
+  }
+  for (int i = 0; i < 20; ++i) {
+    std::string data = RandomBytes(2048, 9000 + i);
+    auto fid = c.Write(data, "001");
+    REQUIRE(fid.ok());
+    CHECK(*c.Read(*fid) == data);
+  }
+}
+
+TEST_CASE("bad input gets 4xx and the volume server stays up") {
+  Cluster c(1);
+  std::string data = "hello kelp";
+  auto fid = c.Write(data);
+  REQUIRE(fid.ok());
+  std::string url = c.volume(0).addr();
+  auto& h = c.client();
+  CHECK(h.Get(url, "/not-a-fid")->status == 400);
+  CHECK(h.Get(url, "/3,zz")->status == 400);
+  // Same key, wrong cookie: not found, never the data.
+  auto id = *FileId::Parse(*fid);
+  FileId wrong = id;
+  wrong.cookie ^= 1;
+  auto w = h.Get(url, "/" + wrong.ToString());
+  CHECK(w->status == 404);
+  CHECK(w->body.find("hello") == std::string::npos);
+  http::Headers range;
+  range.Add("Range", "bytes=100-200");
+  CHECK(h.Do("GET", url, "/" + *fid, range)->status == 416);
+  http::Headers ok_range;
+  ok_range.Add("Range", "bytes=6-9");
+  auto part = h.Do("GET", url, "/" + *fid, ok_range);
+  CHECK(part->status == 206);
+  CHECK(part->body == "kelp");
+  auto big = h.Do("PUT", url, "/" + FileId{id.volume_id, id.key + 1, 7}.ToString(), {}, std::string(5 << 20, 'x'));
+  CHECK((!big.ok() || big->status == 413));
+  CHECK(*c.Read(*fid) == data);
+}
