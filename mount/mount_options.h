@@ -39,9 +39,9 @@ struct MountOptions {
   bool read_only = false;
   // Let other users access the mount (FUSE allow_other). Default: false.
   bool allow_others = false;
-  // Bits cleared from the mode of new files and directories, octal text. Default: "022".
-  // Applied on top of the caller's umask.
-  std::string umask = "022";
+  // Bits cleared from the mode of new files and directories, octal text, on top of the
+  // caller's own umask (which the kernel applies). Default: "000" (POSIX: the caller decides).
+  std::string umask = "000";
   // Create -dir if it does not exist. Default: false.
   bool dir_auto_create = false;
   // Mount even if -dir is not empty. Default: false.

@@ -198,6 +198,9 @@ void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
     case filer::EVENT_DATA:
       inval_attr(ev.ino(), true);
       break;
+    case filer::EVENT_XATTR:
+      cache_.DropXattrs(ev.ino());
+      break;
     default:
       break;
   }

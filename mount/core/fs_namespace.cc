@@ -208,13 +208,17 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
 }
 
 absl::StatusOr<std::string> Filesystem::GetXattr(uint64_t ino, std::string_view name) {
-  return meta_->GetXattr(ino, name);
+  if (cache_.HasNoXattr(ino, name)) return PosixError(ENODATA, "no such attribute (cached)");
+  auto v = meta_->GetXattr(ino, name);
+  if (!v.ok() && ErrnoOf(v.status()) == ENODATA) cache_.PutNoXattr(ino, name);
+  return v;
 }
 
 absl::Status Filesystem::SetXattr(uint64_t ino, std::string_view name, std::string_view value, uint32_t flags) {
   RETURN_IF_ERROR(CheckWritable());
   absl::Status s = meta_->SetXattr(ino, name, value, flags);
   cache_.DropAttr(ino);  // ctime
+  cache_.DropXattrs(ino);
   return s;
 }
 
@@ -224,6 +228,7 @@ absl::Status Filesystem::RemoveXattr(uint64_t ino, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   absl::Status s = meta_->RemoveXattr(ino, name);
   cache_.DropAttr(ino);
+  cache_.DropXattrs(ino);
   return s;
 }
 

@@ -78,6 +78,31 @@ void MetaCache::DropDir(uint64_t parent) {
   while (it != entries_.end() && it->first.first == parent) it = entries_.erase(it);
 }
 
+bool MetaCache::HasNoXattr(uint64_t ino, std::string_view name) {
+  if (entry_ttl_.count() == 0) return false;
+  std::lock_guard lock(mu_);
+  auto it = no_xattr_.find(EntryKey{ino, std::string(name)});
+  if (it == no_xattr_.end()) return false;
+  if (Clock::now() >= it->second) {
+    no_xattr_.erase(it);
+    return false;
+  }
+  return true;
+}
+
+void MetaCache::PutNoXattr(uint64_t ino, std::string_view name) {
+  if (entry_ttl_.count() == 0) return;
+  std::lock_guard lock(mu_);
+  if (no_xattr_.size() >= max_entries_) no_xattr_.clear();
+  no_xattr_[EntryKey{ino, std::string(name)}] = Clock::now() + entry_ttl_;
+}
+
+void MetaCache::DropXattrs(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  auto it = no_xattr_.lower_bound(EntryKey{ino, std::string()});
+  while (it != no_xattr_.end() && it->first.first == ino) it = no_xattr_.erase(it);
+}
+
 std::optional<std::pair<uint32_t, uint32_t>> MetaCache::DirModeGid(uint64_t ino) {
   std::lock_guard lock(mu_);
   auto it = dir_mode_gid_.find(ino);
@@ -88,6 +113,7 @@ std::optional<std::pair<uint32_t, uint32_t>> MetaCache::DirModeGid(uint64_t ino)
 void MetaCache::Clear() {
   std::lock_guard lock(mu_);
   dir_mode_gid_.clear();
+  no_xattr_.clear();
   attrs_.clear();
   entries_.clear();
 }

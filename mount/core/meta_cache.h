@@ -39,6 +39,12 @@ class MetaCache {
   // Drops every entry of a directory (a listing changed in ways we cannot name).
   void DropDir(uint64_t parent);
 
+  // "This inode has no such xattr", for the entry TTL. The kernel asks for
+  // security.capability before every write, so this saves an RPC per write.
+  bool HasNoXattr(uint64_t ino, std::string_view name);
+  void PutNoXattr(uint64_t ino, std::string_view name);
+  void DropXattrs(uint64_t ino);
+
   // Mode and gid of a directory as last seen; kept past DropAttr (creating a child changes a
   // directory's times, not these), so new children inherit a set-group-ID directory's group
   // without an extra RPC.
@@ -64,6 +70,7 @@ class MetaCache {
   std::unordered_map<uint64_t, AttrItem> attrs_ ABSL_GUARDED_BY(mu_);
   std::map<EntryKey, EntryItem, std::less<>> entries_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> dir_mode_gid_ ABSL_GUARDED_BY(mu_);
+  std::map<EntryKey, Clock::time_point, std::less<>> no_xattr_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kelp::mount
