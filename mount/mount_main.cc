@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cmd/commands.h"
+#include "mount/cache_hook.h"
 #include "mount/client/grpc_meta_client.h"
 #include "mount/client/volume_blob_store.h"
 #include "mount/core/filesystem.h"
@@ -29,6 +30,8 @@ int MountMain(int argc, char** argv) {
                 "Mounts the filer's namespace at -dir with FUSE. Runs in the foreground; SIGINT/SIGTERM flush\n"
                 "everything dirty and unmount. A mount whose process died is recovered with: fusermount3 -uz DIR");
   mount::AddMountFlags(flags, opts);
+  std::unique_ptr<mount::CacheHook> cache_hook = mount::NewCacheHook();
+  cache_hook->RegisterFlags(&flags);
   flags.ParseOrExit(argc, argv);
   InitLogging(opts.debug ? "debug" : "info");
   auto fail = [](const absl::Status& s) {
@@ -64,10 +67,12 @@ int MountMain(int argc, char** argv) {
   fo.concurrent_writers = opts.concurrent_writers;
   fo.read_ahead = opts.read_ahead_mb << 20;
   fo.client_name = kelp::StrCat("kelp mount ", opts.dir, " pid ", getpid());
-  // The tiered read cache (mount/cache) plugs in here once it is on main.
-  mount::ChunkCache* cache = nullptr;
-  if (opts.cache_capacity_mb > 0) spdlog::info("read cache: not built into this binary yet; reading from volume servers");
-  mount::Filesystem fs(&meta, &blobs, cache, fo);
+  auto cache = cache_hook->Open(opts.chunk_size());
+  if (!cache.ok()) {
+    std::fprintf(stderr, "kelp mount: %s\n", std::string(cache.status().message()).c_str());
+    return 2;
+  }
+  mount::Filesystem fs(&meta, &blobs, *cache, fo);
   if (absl::Status s = fs.Start(); !s.ok()) return fail(s);
 
   mount::fuse::FuseOptions uo;
@@ -105,6 +110,7 @@ int MountMain(int argc, char** argv) {
   }
   server.Unmount();
   fs.Stop();
+  cache_hook->Close();
   spdlog::info("kelp mount: stopped");
   return rc;
 }

@@ -23,8 +23,6 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("filer.path", &o.filer_path, "directory of the filer shown as the mount's root");
   flags.Add("chunkSizeLimitMB", &o.chunk_size_limit_mb,
             "dirty data is buffered and uploaded in chunks of this size, in MiB");
-  flags.Add("cacheCapacityMB", &o.cache_capacity_mb, "local read cache capacity, in MiB; 0 = no cache");
-  flags.Add("cacheDir", &o.cache_dir, "directory of the local read cache");
   flags.Add("concurrentWriters", &o.concurrent_writers, "chunk uploads running at once");
   flags.Add("writeBufferSizeMB", &o.write_buffer_size_mb,
             "bound on dirty data held in memory, in MiB; writers wait for uploads beyond it");

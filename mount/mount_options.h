@@ -22,10 +22,8 @@ struct MountOptions {
   std::string filer_path = "/";
   // Dirty data of a file is buffered and uploaded in chunks of this size, in MiB. Default: 4.
   uint64_t chunk_size_limit_mb = 4;
-  // Local read cache capacity, in MiB; 0 turns it off. Default: 1000.
-  uint64_t cache_capacity_mb = 1000;
-  // Directory of the read cache. Default: /tmp/kelp-cache.
-  std::string cache_dir = "/tmp/kelp-cache";
+  // The read cache's flags (-cacheCapacityMB, -cacheDir, ...) belong to the cache:
+  // mount/cache_hook.h registers them.
   // Chunk uploads running at once (background and flush). Default: 8.
   int concurrent_writers = 8;
   // Bound on dirty (not yet uploaded) data in memory, in MiB. Writers block while it is
