@@ -60,9 +60,16 @@ absl::Status Filesystem::Start() {
     ino = a->ino();
   }
   auto root = meta_->GetAttr(ino);
-  if (!root.ok()) return root.status();
+  if (!root.ok()) {
+    return absl::Status(root.status().code(), kelp::StrCat("cannot read the filer's root: ", root.status().ToString(),
+                                                           root.status().code() == absl::StatusCode::kUnimplemented
+                                                               ? " (this filer does not serve the Filer API)"
+                                                               : ""));
+  }
   root_ = ino;
-  RETURN_IF_ERROR(session_.Start(opts_.client_name));
+  if (absl::Status s = session_.Start(opts_.client_name); !s.ok()) {
+    return absl::Status(s.code(), kelp::StrCat("cannot open a filer session: ", s.ToString()));
+  }
   return absl::OkStatus();
 }
 
