@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "mount/testing/fake_blob_store.h"
 #include "mount/testing/fake_filer.h"
@@ -155,6 +157,77 @@ TEST_CASE("truncate flushes first, so dirty data past the new size does not come
   REQUIRE(e.fs->Flush(r->fh).ok());
   REQUIRE(ReadFh(*e.fs, r->fh, 20000) == std::string(100, 'q'));
   REQUIRE(e.fs->Release(r->fh).ok());
+}
+
+}  // namespace
+}  // namespace kelp::mount
+
+namespace kelp::mount {
+namespace {
+
+struct RecordingNotifier : KernelNotifier {
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, bool>> inodes;
+  std::vector<std::pair<uint64_t, std::string>> entries;
+  void InvalidateInode(uint64_t ino, bool data) override {
+    std::lock_guard l(mu);
+    inodes.emplace_back(ino, data);
+  }
+  void InvalidateEntry(uint64_t parent, std::string_view name) override {
+    std::lock_guard l(mu);
+    entries.emplace_back(parent, std::string(name));
+  }
+  bool HasEntry(const std::string& name) {
+    std::lock_guard l(mu);
+    for (auto& e : entries)
+      if (e.second == name) return true;
+    return false;
+  }
+  bool HasData(uint64_t ino) {
+    std::lock_guard l(mu);
+    for (auto& i : inodes)
+      if (i.first == ino && i.second) return true;
+    return false;
+  }
+};
+
+template <typename F>
+bool Eventually(F f) {
+  for (int i = 0; i < 200; ++i) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST_CASE("a change through one mount invalidates the other mount's kernel caches, not its own") {
+  FakeFiler filer;
+  FakeBlobStore blobs;
+  FsOptions o;
+  o.subscribe = true;
+  Filesystem one(&filer, &blobs, nullptr, o), two(&filer, &blobs, nullptr, o);
+  REQUIRE(one.Start().ok());
+  REQUIRE(two.Start().ok());
+  RecordingNotifier n1, n2;
+  one.StartEvents(&n1);
+  two.StartEvents(&n2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // subscriptions start "from now"
+  // Mount two cached "no such name" for it.
+  REQUIRE(ErrnoOf(two.Lookup(two.root(), "news").status()) == ENOENT);
+  Caller c;
+  auto r = one.Create(one.root(), "news", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE(r.ok());
+  REQUIRE(Eventually([&] { return n2.HasEntry("news"); }));
+  REQUIRE(two.Lookup(two.root(), "news").ok());  // its negative entry was dropped
+  REQUIRE(one.Write(r->fh, 0, "data").ok());
+  REQUIRE(one.Flush(r->fh).ok());
+  REQUIRE(Eventually([&] { return n2.HasData(r->attr.ino()); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE_FALSE(n1.HasEntry("news"));
+  REQUIRE_FALSE(n1.HasData(r->attr.ino()));
+  REQUIRE(one.Release(r->fh).ok());
+  one.Stop();
+  two.Stop();
 }
 
 }  // namespace
