@@ -229,10 +229,16 @@ absl::StatusOr<filer::OpenSessionResponse> GrpcMetaClient::OpenSession(std::stri
   return KELP_UNARY(filer::OpenSessionResponse, OpenSession, req);
 }
 
-absl::Status GrpcMetaClient::KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes) {
+absl::Status GrpcMetaClient::KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes,
+                                       bool reattach) {
   filer::KeepAliveRequest req;
   req.set_session(std::string(session));
   for (uint64_t i : open_inodes) req.add_open_inodes(i);
+  if (reattach) {
+    // The filer's proto has the flag since it settled its session API; older protos sent the
+    // inodes alone.
+    if (const auto* f = req.GetDescriptor()->FindFieldByName("reattach")) req.GetReflection()->SetBool(&req, f, true);
+  }
   return KELP_UNARY(filer::Empty, KeepAlive, req).status();
 }
 
@@ -250,9 +256,17 @@ absl::Status GrpcMetaClient::Release(std::string_view session, uint64_t ino) {
   return KELP_UNARY(filer::Empty, Release, req).status();
 }
 
+namespace {
+// The request type of Filer.Assign, whatever the proto names it (filer.AssignRequest before
+// the filer's API settled on cluster.AssignRequest); both have the same fields.
+template <typename Req, typename Resp>
+Req RequestOf(grpc::Status (filer::Filer::Stub::*)(grpc::ClientContext*, const Req&, Resp*));
+using AssignReq = decltype(RequestOf(&filer::Filer::Stub::Assign));
+}  // namespace
+
 absl::StatusOr<cluster::AssignResponse> GrpcMetaClient::Assign(uint32_t count, std::string_view replication,
                                                                std::string_view collection) {
-  filer::AssignRequest req;
+  AssignReq req;
   req.set_count(count);
   req.set_replication(std::string(replication));
   req.set_collection(std::string(collection));

@@ -45,7 +45,7 @@ class GrpcMetaClient : public MetaClient {
   absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync) override;
   absl::Status Fsync(uint64_t ino) override;
   absl::StatusOr<filer::OpenSessionResponse> OpenSession(std::string_view client) override;
-  absl::Status KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes) override;
+  absl::Status KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes, bool reattach) override;
   absl::Status Open(std::string_view session, uint64_t ino) override;
   absl::Status Release(std::string_view session, uint64_t ino) override;
   absl::StatusOr<cluster::AssignResponse> Assign(uint32_t count, std::string_view replication,

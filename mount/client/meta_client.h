@@ -60,7 +60,9 @@ class MetaClient {
   virtual absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync) = 0;
   virtual absl::Status Fsync(uint64_t ino) = 0;
   virtual absl::StatusOr<filer::OpenSessionResponse> OpenSession(std::string_view client) = 0;
-  virtual absl::Status KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes) = 0;
+  // reattach: the filer lost the session; recreate it under this id holding open_inodes.
+  virtual absl::Status KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes,
+                                 bool reattach) = 0;
   virtual absl::Status Open(std::string_view session, uint64_t ino) = 0;
   virtual absl::Status Release(std::string_view session, uint64_t ino) = 0;
   virtual absl::StatusOr<cluster::AssignResponse> Assign(uint32_t count, std::string_view replication,

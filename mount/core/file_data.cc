@@ -337,7 +337,16 @@ absl::StatusOr<bool> FileData::WriteInline(const std::shared_ptr<Upload>& up, bo
     }
     mtime = mtime_ns_;
   }
+  {
+    std::lock_guard lock(mu_);
+    ++commits_in_flight_;
+  }
   auto attr = ctx_->meta->WriteInline(ino_, content, mtime, sync);
+  {
+    std::lock_guard lock(mu_);
+    --commits_in_flight_;
+    if (attr.ok()) known_version_ = std::max<uint64_t>(known_version_, attr->version());
+  }
   if (!attr.ok() && attr.status().code() == absl::StatusCode::kUnimplemented) {
     ctx_->inline_supported = false;
     spdlog::info("filer does not take inline data; small files go to volume servers");
@@ -432,6 +441,7 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync) {
       req.set_min_size(std::min<uint64_t>(min_size, size_));
       req.set_mtime_ns(mtime_ns_);
       req.set_sync(sync);
+      ++commits_in_flight_;
     }
   }
   if (count == 0) {
@@ -439,6 +449,10 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync) {
     return absl::OkStatus();
   }
   auto resp = ctx_->meta->CommitChunks(req);
+  {
+    std::lock_guard lock(mu_);
+    --commits_in_flight_;
+  }
   if (!resp.ok()) {
     spdlog::error("inode {}: commit of {} chunks failed: {}", ino_, count, resp.status());
     int err = ErrnoOf(resp.status());
@@ -472,6 +486,11 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync) {
   }
   if (ctx_->on_attr) ctx_->on_attr(resp->attr());
   return absl::OkStatus();
+}
+
+bool FileData::IsOwnVersion(uint64_t version) const {
+  std::lock_guard lock(mu_);
+  return version <= known_version_ || commits_in_flight_ > 0;
 }
 
 uint64_t FileData::size() const {

@@ -84,6 +84,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
 
   uint64_t size() const;
   uint64_t dirty_bytes() const;
+  // Whether a change of the filer's content to `version` is (or may be) this mount's own: a
+  // version it already knows, or one a commit of ours still in flight may produce. Events
+  // for it need not drop the kernel's page cache.
+  bool IsOwnVersion(uint64_t version) const;
   bool HasLocalChanges() const;
   // Puts this mount's view of size and mtime (unflushed writes) into a.
   void OverlayAttr(Attr* a) const;
@@ -137,6 +141,7 @@ class FileData : public std::enable_shared_from_this<FileData> {
   std::vector<filer::Chunk> pending_ ABSL_GUARDED_BY(mu_);  // seq = kPendingSeqBase + local seq
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // first failed background upload, until reported
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  int commits_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace kelp::mount

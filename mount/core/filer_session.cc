@@ -11,6 +11,7 @@ absl::Status FilerSession::Start(const std::string& client) {
   if (!r.ok()) return r.status();
   {
     std::lock_guard lock(mu_);
+    client_ = client;
     id_ = r->session();
     if (r->lease_ms() > 0) lease_ms_ = r->lease_ms();
     stopping_ = false;
@@ -39,6 +40,23 @@ std::string FilerSession::id() const {
   return id_;
 }
 
+absl::Status FilerSession::Reattach() {
+  std::string id;
+  std::vector<uint64_t> inodes;
+  {
+    std::lock_guard lock(mu_);
+    id = id_;
+    for (const auto& [ino, n] : open_) inodes.push_back(ino);
+  }
+  absl::Status s = meta_->KeepAlive(id, inodes, /*reattach=*/true);
+  if (s.ok()) {
+    spdlog::warn("filer session {} re-attached with {} open files", id, inodes.size());
+  } else {
+    spdlog::warn("re-attaching filer session {} failed: {}", id, s);
+  }
+  return s;
+}
+
 absl::Status FilerSession::Open(uint64_t ino, bool already_open) {
   std::string id;
   {
@@ -48,6 +66,7 @@ absl::Status FilerSession::Open(uint64_t ino, bool already_open) {
     id = id_;
   }
   absl::Status s = meta_->Open(id, ino);
+  if (s.code() == absl::StatusCode::kNotFound && Reattach().ok()) s = meta_->Open(id, ino);  // the filer lost us
   if (!s.ok()) {
     std::lock_guard lock(mu_);
     auto it = open_.find(ino);
@@ -85,28 +104,16 @@ void FilerSession::KeepAliveLoop() {
       for (const auto& [ino, n] : open_) inodes.push_back(ino);
     }
     lock.unlock();
-    absl::Status s = meta_->KeepAlive(id, inodes);
+    absl::Status s = meta_->KeepAlive(id, inodes, reattach);
     lock.lock();
     if (s.code() == absl::StatusCode::kNotFound && !reattach) {
       spdlog::warn("filer lost session {}; re-attaching it with the open files", id);
       reattach = true;
       continue;
     }
-    if (s.code() == absl::StatusCode::kNotFound && inodes.empty()) {
-      // Nothing to re-attach: start a fresh session.
-      lock.unlock();
-      auto r = meta_->OpenSession("kelp mount");
-      lock.lock();
-      if (r.ok()) {
-        id_ = r->session();
-        if (r->lease_ms() > 0) lease_ms_ = r->lease_ms();
-        reattach = false;
-        continue;
-      }
-    }
     if (!s.ok()) {
       spdlog::warn("keep-alive of session {} failed: {}", id, s);
-      reattach = true;  // the filer may restart without our session: re-announce next time
+      reattach = true;  // the filer may come back without our session: re-announce then
       continue;
     }
     reattach = false;

@@ -33,6 +33,9 @@ class FilerSession {
   // counted it already (Create with open_handle).
   absl::Status Open(uint64_t ino, bool already_open = false);
   void Release(uint64_t ino);
+  // Tells the filer again which inodes this session holds open, recreating the session under
+  // its id (after the filer answered NOT_FOUND for it: a restart or a lapse).
+  absl::Status Reattach();
 
  private:
   void KeepAliveLoop();
@@ -41,6 +44,7 @@ class FilerSession {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string id_ ABSL_GUARDED_BY(mu_);
+  std::string client_ ABSL_GUARDED_BY(mu_);
   uint32_t lease_ms_ ABSL_GUARDED_BY(mu_) = 30000;
   std::map<uint64_t, int> open_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

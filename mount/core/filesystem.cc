@@ -178,6 +178,7 @@ void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
       auto cached = cache_.GetAttr(ino);
       own = cached && cached->version() >= ev.attr().version();
     }
+    if (data && f && ev.has_attr() && f->IsOwnVersion(ev.attr().version())) own = true;
     if (own) return;  // this mount made (or already saw) that change
     cache_.DropAttr(ino);
     if (data && f) f->MarkStale();

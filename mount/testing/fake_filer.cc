@@ -517,7 +517,7 @@ absl::StatusOr<filer::OpenSessionResponse> FakeFiler::OpenSession(std::string_vi
   return r;
 }
 
-absl::Status FakeFiler::KeepAlive(std::string_view, const std::vector<uint64_t>&) { return Check(); }
+absl::Status FakeFiler::KeepAlive(std::string_view, const std::vector<uint64_t>&, bool) { return Check(); }
 
 absl::Status FakeFiler::Open(std::string_view, uint64_t ino) {
   RETURN_IF_ERROR(Check());
