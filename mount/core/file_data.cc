@@ -168,6 +168,33 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up) {
   }
   cv_.notify_all();
   ctx_->budget->Release(up->bytes);
+  bool commit;
+  {
+    std::lock_guard lock(mu_);
+    commit = s.ok() && pending_.size() >= kBackgroundCommitChunks && !flushing_;
+  }
+  if (commit) {
+    auto self = shared_from_this();
+    ctx_->uploads->TrySubmit([self] { self->CommitInBackground(); });
+  }
+}
+
+void FileData::CommitInBackground() {
+  uint64_t barrier;
+  {
+    std::lock_guard lock(mu_);
+    if (flushing_ || pending_.size() < kBackgroundCommitChunks) return;
+    flushing_ = true;
+    // Only the prefix no earlier upload is still working on.
+    barrier = inflight_.empty() ? next_seq_ - 1 : inflight_.begin()->first - 1;
+  }
+  absl::Status s = Commit(barrier, false);
+  if (!s.ok()) spdlog::warn("inode {}: background commit: {}", ino_, s);  // the next flush retries
+  {
+    std::lock_guard lock(mu_);
+    flushing_ = false;
+  }
+  cv_.notify_all();
 }
 
 absl::Status FileData::Write(uint64_t offset, std::string_view data) {

@@ -54,6 +54,10 @@ struct FileContext {
 
 class FileData : public std::enable_shared_from_this<FileData> {
  public:
+  // A writer that never closes (a growing log, a huge copy) should not keep every chunk
+  // uncommitted: past this many pending chunk records, the uploaded prefix is committed in the
+  // background.
+  static constexpr size_t kBackgroundCommitChunks = 64;
   FileData(FileContext* ctx, const Attr& attr);
   FileData(const FileData&) = delete;
   FileData& operator=(const FileData&) = delete;
@@ -112,6 +116,7 @@ class FileData : public std::enable_shared_from_this<FileData> {
   void SubmitUpload(const std::shared_ptr<Upload>& up);
   absl::Status EnsureLoaded();
   std::shared_ptr<const Resolved> ResolvedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CommitInBackground();
   // Commits pending chunks of local seq <= barrier, in order.
   absl::Status Commit(uint64_t barrier, bool sync);
   bool HasLocalChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -191,3 +191,21 @@ TEST_CASE("back-pressure: writing far more than the budget completes and stays b
 
 }  // namespace
 }  // namespace kelp::mount
+
+namespace kelp::mount {
+namespace {
+
+TEST_CASE("a writer that never closes still gets its uploaded chunks committed") {
+  Env env(4096, 1 << 20, 0);
+  auto f = env.Open();
+  for (int i = 0; i < 200; ++i) REQUIRE(f->Write(static_cast<uint64_t>(i) * 4096, std::string(4096, 'w')).ok());
+  for (int i = 0; i < 200 && env.filer.commits == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(env.filer.commits > 0);
+  auto a = env.filer.GetAttr(env.attr.ino());
+  REQUIRE(a->size() >= FileData::kBackgroundCommitChunks * 4096);
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE(ReadAll(*env.Open(), 200 * 4096) == std::string(200 * 4096, 'w'));
+}
+
+}  // namespace
+}  // namespace kelp::mount
