@@ -165,10 +165,12 @@ uint64_t Filesystem::AddHandle(std::shared_ptr<FileHandle> h) {
 // ---- Events ----
 
 void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
+  // Returns true when the entry change was this mount's own (the kernel already knows).
   auto inval_entry = [&](uint64_t parent, const std::string& name) {
     cache_.DropEntry(parent, name);
-    if (TakeOwnEntry(parent, name)) return;  // our own change: the kernel already knows
+    if (TakeOwnEntry(parent, name)) return true;
     if (n) n->InvalidateEntry(parent, name);
+    return false;
   };
   auto inval_attr = [&](uint64_t ino, bool data) {
     if (ino == 0) return;
@@ -177,29 +179,34 @@ void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
     if (ev.has_attr() && ev.attr().ino() == ino) {
       auto cached = cache_.GetAttr(ino);
       own = cached && cached->version() >= ev.attr().version();
+      if (data && f && f->IsOwnVersion(ev.attr().version())) own = true;
     }
-    if (data && f && ev.has_attr() && f->IsOwnVersion(ev.attr().version())) own = true;
     if (own) return;  // this mount made (or already saw) that change
     cache_.DropAttr(ino);
     if (data && f) f->MarkStale();
     if (n) n->InvalidateInode(ino, data);
   };
+  // An entry change implies its directories' times (and nlink) changed; when the change was
+  // ours the kernel already dropped those attributes itself.
   switch (ev.kind()) {
     case filer::EVENT_CREATE:
-      inval_entry(ev.parent(), ev.name());
-      inval_attr(ev.parent(), false);
+      if (!inval_entry(ev.parent(), ev.name())) inval_attr(ev.parent(), false);
       break;
     case filer::EVENT_DELETE:
-      inval_entry(ev.parent(), ev.name());
-      inval_attr(ev.parent(), false);
-      inval_attr(ev.ino(), false);
+      if (!inval_entry(ev.parent(), ev.name())) {
+        inval_attr(ev.parent(), false);
+        inval_attr(ev.ino(), false);
+      }
       break;
-    case filer::EVENT_RENAME:
-      inval_entry(ev.parent(), ev.name());
-      inval_entry(ev.new_parent(), ev.new_name());
-      inval_attr(ev.parent(), false);
-      if (ev.new_parent() != ev.parent()) inval_attr(ev.new_parent(), false);
+    case filer::EVENT_RENAME: {
+      bool own = inval_entry(ev.parent(), ev.name());
+      own = inval_entry(ev.new_parent(), ev.new_name()) && own;
+      if (!own) {
+        inval_attr(ev.parent(), false);
+        if (ev.new_parent() != ev.parent()) inval_attr(ev.new_parent(), false);
+      }
       break;
+    }
     case filer::EVENT_ATTR:
       inval_attr(ev.ino(), false);
       break;

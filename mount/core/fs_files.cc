@@ -53,16 +53,19 @@ absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view 
   req.set_exclusive((flags & O_EXCL) != 0);
   req.set_session(session_.id());
   req.set_open_handle(true);
+  NoteOwnEntry(parent, name);  // before the RPC: its event may arrive before the reply
   auto created = meta_->Create(req);
   if (created.status().code() == absl::StatusCode::kNotFound && session_.Reattach().ok()) {
     created = meta_->Create(req);  // the filer had lost our session ("unknown session")
   }
-  if (!created.ok()) return created.status();
+  if (!created.ok()) {
+    TakeOwnEntry(parent, name);
+    return created.status();
+  }
   Attr attr = *created;
   if (S_ISDIR(attr.mode())) return PosixError(EISDIR, "is a directory");
   // The filer counts the file as open by our session already.
   session_.Open(attr.ino(), /*already_open=*/true).IgnoreError();
-  NoteOwnEntry(parent, name);
   cache_.PutEntry(parent, name, attr.ino());
   cache_.DropAttr(parent);
   bool first = false;

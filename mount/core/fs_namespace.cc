@@ -96,8 +96,14 @@ absl::StatusOr<Attr> Filesystem::MakeNode(uint64_t parent, std::string_view name
   req.set_mode((mode & S_IFMT) | perm);
   req.set_rdev(rdev);
   req.set_exclusive(true);
-  ASSIGN_OR_RETURN(Attr a, meta_->Create(req));
+  // Noted before the RPC: the filer's event can reach the subscriber before the reply here.
   NoteOwnEntry(parent, name);
+  auto created = meta_->Create(req);
+  if (!created.ok()) {
+    TakeOwnEntry(parent, name);
+    return created.status();
+  }
+  Attr a = *created;
   cache_.PutEntry(parent, name, a.ino());
   cache_.DropAttr(parent);
   Remember(a);
@@ -117,8 +123,13 @@ absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name,
   req.set_uid(caller.uid);
   req.set_gid(caller.gid);
   if (auto p = ParentModeGid(parent); p && (p->first & S_ISGID)) req.set_gid(p->second);
-  ASSIGN_OR_RETURN(Attr a, meta_->Symlink(req));
   NoteOwnEntry(parent, name);
+  auto made = meta_->Symlink(req);
+  if (!made.ok()) {
+    TakeOwnEntry(parent, name);
+    return made.status();
+  }
+  Attr a = *made;
   cache_.PutEntry(parent, name, a.ino());
   cache_.DropAttr(parent);
   Remember(a);
@@ -129,8 +140,13 @@ absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name,
 absl::StatusOr<Attr> Filesystem::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(new_name));
-  ASSIGN_OR_RETURN(Attr a, meta_->Link(ino, new_parent, new_name));
   NoteOwnEntry(new_parent, new_name);
+  auto linked = meta_->Link(ino, new_parent, new_name);
+  if (!linked.ok()) {
+    TakeOwnEntry(new_parent, new_name);
+    return linked.status();
+  }
+  Attr a = *linked;
   cache_.PutEntry(new_parent, new_name, a.ino());
   cache_.DropAttr(new_parent);
   Remember(a);
@@ -142,10 +158,13 @@ absl::StatusOr<Attr> Filesystem::Link(uint64_t ino, uint64_t new_parent, std::st
 absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
+  NoteOwnEntry(parent, name);
   auto a = meta_->Unlink(parent, name);
   cache_.DropEntry(parent, name);
-  if (!a.ok()) return a.status();
-  NoteOwnEntry(parent, name);
+  if (!a.ok()) {
+    TakeOwnEntry(parent, name);
+    return a.status();
+  }
   cache_.PutEntry(parent, name, 0);
   cache_.DropAttr(parent);
   if (a->nlink() > 0) {
@@ -160,10 +179,13 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
 absl::Status Filesystem::Rmdir(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
+  NoteOwnEntry(parent, name);
   absl::Status s = meta_->Rmdir(parent, name);
   cache_.DropEntry(parent, name);
-  if (!s.ok()) return s;
-  NoteOwnEntry(parent, name);
+  if (!s.ok()) {
+    TakeOwnEntry(parent, name);
+    return s;
+  }
   cache_.PutEntry(parent, name, 0);
   cache_.DropAttr(parent);
   return absl::OkStatus();
@@ -180,12 +202,16 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
   req.set_flags(flags);
+  NoteOwnEntry(parent, name);
+  NoteOwnEntry(new_parent, new_name);
   auto r = meta_->Rename(req);
   cache_.DropEntry(parent, name);
   cache_.DropEntry(new_parent, new_name);
-  if (!r.ok()) return r.status();
-  NoteOwnEntry(parent, name);
-  NoteOwnEntry(new_parent, new_name);
+  if (!r.ok()) {
+    TakeOwnEntry(parent, name);
+    TakeOwnEntry(new_parent, new_name);
+    return r.status();
+  }
   cache_.DropAttr(parent);
   cache_.DropAttr(new_parent);
   if (r->has_moved() && r->moved().ino() != 0) {
