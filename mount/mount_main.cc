@@ -14,6 +14,7 @@
 #include "mount/core/filesystem.h"
 #include "mount/fuse/fuse_server.h"
 #include "mount/mount_options.h"
+#include "mount/mount_status.h"
 #include "shared/flags.h"
 #include "shared/grpc_status.h"
 #include "shared/http/http_client.h"
@@ -95,6 +96,12 @@ int MountMain(int argc, char** argv) {
     kill(getpid(), SIGTERM);
   });
   fs.StartEvents(&server);
+  mount::MountStatusServer status(&fs, opts.dir, opts.filer);
+  if (opts.metrics_port > 0) {
+    if (absl::Status s = status.Start(opts.metrics_port); !s.ok()) {
+      spdlog::warn("kelp mount: no /metrics endpoint on port {}: {}", opts.metrics_port, s);
+    }
+  }
   spdlog::info("kelp mount: {} mounted at {} (filer {})", opts.filer_path, opts.dir, opts.filer);
 
   int sig = WaitForTerminationSignal();
@@ -109,6 +116,7 @@ int MountMain(int argc, char** argv) {
     spdlog::info("kelp mount: {} was unmounted", opts.dir);
   }
   server.Unmount();
+  status.Stop();
   fs.Stop();
   cache_hook->Close();
   spdlog::info("kelp mount: stopped");

@@ -40,6 +40,7 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");
   flags.Add("rpcTimeoutMs", &o.rpc_timeout_ms, "timeout of one metadata RPC, in ms");
   flags.Add("connectTimeoutMs", &o.connect_timeout_ms, "timeout of the first connection to the filer, in ms");
+  flags.Add("metricsPort", &o.metrics_port, "port of an HTTP endpoint with /metrics and /status on 127.0.0.1; 0 = none");
   flags.Add("debug", &o.debug, "log every FUSE request and debug details");
 }
 

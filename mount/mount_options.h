@@ -60,6 +60,8 @@ struct MountOptions {
   int rpc_timeout_ms = 10000;
   // Timeout of the first connection to the filer, in ms. Default: 3000.
   int connect_timeout_ms = 3000;
+  // Port of the mount's HTTP endpoint (/metrics, /status) on 127.0.0.1; 0 = none. Default: 0.
+  int metrics_port = 0;
   // Log FUSE requests and debug details. Default: false.
   bool debug = false;
 

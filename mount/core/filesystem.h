@@ -95,6 +95,8 @@ class Filesystem {
   void Stop();
 
   uint64_t root() const { return root_; }
+  // Bytes written and not yet uploaded (held against -writeBufferSizeMB).
+  uint64_t dirty_bytes() const { return budget_.used(); }
   MetaCache& meta_cache() { return cache_; }
   InodeTable& inodes() { return inodes_; }
 
