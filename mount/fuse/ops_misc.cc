@@ -28,6 +28,10 @@ void Init(void* userdata, fuse_conn_info* conn) {
   conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
   conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  // Page-cache invalidation is explicit: keep_cache on open (close-to-open by version) and
+  // notify_inval_inode from the event stream. Automatic invalidation on every mtime change
+  // would drop the pages of a file after each of this mount's own writes.
+  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
   if (c->writeback_cache) {
     want(FUSE_CAP_WRITEBACK_CACHE);
   } else {
