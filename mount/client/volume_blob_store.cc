@@ -16,7 +16,8 @@ std::string UrlOf(const cluster::Location& l) { return l.url().empty() ? l.publi
 absl::Status StatusOfHttp(int status, std::string_view what, std::string_view body) {
   std::string msg = kelp::StrCat(what, ": HTTP ", status);
   if (!body.empty()) kelp::StrAppend(&msg, " ", body.substr(0, 200));
-  if (status == 507 || status == 413) return PosixError(ENOSPC, msg);
+  if (status == 507) return PosixError(ENOSPC, msg);
+  if (status == 413) return PosixError(EFBIG, msg);  // over the volume server's -fileSizeLimitMB
   return PosixError(EIO, msg);
 }
 
