@@ -11,22 +11,28 @@ set -uo pipefail
 KELP=${1:-}
 FAKE=${KELP_FAKE_MOUNT:-}
 T=$(mktemp -d /tmp/kelp-mount-test.XXXXXX)
-PIDS=()
-MOUNTS=()
+# Checks run in subshells, so what must survive them (pids to stop, mounts to undo, the
+# current pid of a mount) lives in files under $T/state.
+S=$T/state
+mkdir -p "$S"
+: >"$S/pids"
+: >"$S/mounts"
 FAILED=0
 PASSED=0
 
 log() { echo "# $*"; }
 cleanup() {
-  for m in "${MOUNTS[@]}"; do mountpoint -q "$m" 2>/dev/null && fusermount3 -uz "$m" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do
+  while read -r m; do grep -q " $m " /proc/self/mountinfo && fusermount3 -uz "$m" 2>/dev/null; done <"$S/mounts"
+  while read -r p; do kill -TERM "$p" 2>/dev/null; done <"$S/pids"
+  while read -r p; do
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$p" 2>/dev/null
-  done
+  done <"$S/pids"
+  while read -r m; do grep -q " $m " /proc/self/mountinfo && fusermount3 -uz "$m" 2>/dev/null; done <"$S/mounts"
   rm -rf "$T"
 }
 trap cleanup EXIT
+track_pid() { echo "$1" >>"$S/pids"; }
 
 free_port() {  # a port p with p and p+10000 both free
   python3 - <<'PY'
@@ -55,18 +61,18 @@ start_servers() {
   FP=$(free_port)
   VP=$(free_port)
   "$KELP" filer -dir="$T/filer" -port="$FP" >"$T/filer.log" 2>&1 &
-  FILER_PID=$!; PIDS+=("$FILER_PID")
+  FILER_PID=$!; track_pid "$FILER_PID"
   wait_http "$FP" || { log "filer did not start"; tail "$T/filer.log"; exit 1; }
   start_volume
 }
 start_volume() {
   "$KELP" volume -dir="$T/vol" -port="$VP" -filer="127.0.0.1:$FP" >>"$T/volume.log" 2>&1 &
-  VOL_PID=$!; PIDS+=("$VOL_PID")
+  echo $! >"$S/volume.pid"; track_pid $!
   wait_http "$VP" || { log "volume server did not start"; tail "$T/volume.log"; exit 1; }
   sleep 1.5  # first heartbeat
 }
 
-# mount DIR [flags...]: mounts and records the pid in MOUNT_PID
+# mount DIR [flags...]: mounts; the pid goes to $S/mount-<basename of DIR>.pid
 do_mount() {
   local dir=$1; shift
   mkdir -p "$dir"
@@ -76,14 +82,17 @@ do_mount() {
     "$KELP" mount -dir="$dir" -filer="127.0.0.1:$FP" -chunkSizeLimitMB=1 -writeBufferSizeMB=16 \
       -cacheCapacityMB=0 "$@" >>"$T/mount.log" 2>&1 &
   fi
-  MOUNT_PID=$!; PIDS+=("$MOUNT_PID"); MOUNTS+=("$dir")
+  local pid=$!
+  track_pid "$pid"; echo "$dir" >>"$S/mounts"; echo "$pid" >"$S/mount-$(basename "$dir").pid"
   wait_mount "$dir" || { log "mount of $dir did not come up"; tail "$T/mount.log"; exit 1; }
 }
-# unmount PID DIR: SIGTERM (flush, unmount) and wait for the process to end
+# unmount DIR: SIGTERM to its mount process (flush, unmount) and wait for it to end
 do_unmount() {
-  kill -TERM "$1"
-  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-  ! grep -q " $2 " /proc/self/mountinfo
+  local pid
+  pid=$(cat "$S/mount-$(basename "$1").pid")
+  kill -TERM "$pid" || return 1
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  ! kill -0 "$pid" 2>/dev/null && ! grep -q " $1 " /proc/self/mountinfo
 }
 
 check() {  # check NAME: runs test_NAME in a subshell with set -e
@@ -292,15 +301,16 @@ fi
 [ -x "$KELP" ] || { echo "usage: $0 KELP_BINARY"; exit 2; }
 case "$("$KELP" volume -h 2>&1)" in *"not built yet"*) echo "# skip: kelp volume not built yet"; exit 77 ;; esac
 start_servers
-M=$T/mnt; do_mount "$M" -allowOthers; M1_PID=$MOUNT_PID
+M=$T/mnt; do_mount "$M" -allowOthers
 for c in shell_ops random_writes append_two_writers unlink_while_open rename_over_open large_sparse \
          mmap_write xattr_statfs_fifo locks non_root; do check "$c"; done
 
 test_remount_byte_exact() {
   mkdir keep && for i in $(seq 20); do head -c $((i * 50000 + 7)) /dev/urandom >"keep/f$i"; done
   (cd keep && sha256sum f*) >"$T/sums"
-  do_unmount "$M1_PID" "$M"
-  do_mount "$M"; M1_PID=$MOUNT_PID
+  cd /
+  do_unmount "$M"
+  do_mount "$M"
   cd "$M/keep" && sha256sum -c --quiet "$T/sums"
 }
 check remount_byte_exact
@@ -329,9 +339,10 @@ os.write(fd, b"z" * 300000)
 time.sleep(30)' &
   local w=$!
   sleep 1
-  do_unmount "$M1_PID" "$M" || true
+  cd /
+  do_unmount "$M"   # the writer still holds its descriptor: the mount must flush anyway
   kill "$w" 2>/dev/null; wait "$w" 2>/dev/null || true
-  do_mount "$M"; M1_PID=$MOUNT_PID
+  do_mount "$M"
   test "$(stat -c %s "$M/pending.bin")" = 300000
   test "$(tr -d z <"$M/pending.bin" | wc -c)" = 0
 }
@@ -339,7 +350,10 @@ check sigterm_flushes
 
 test_eio_without_volumes() {
   head -c 200000 /dev/urandom >before.bin
-  kill -TERM "$VOL_PID"; wait "$VOL_PID" 2>/dev/null || true
+  local vp
+  vp=$(cat "$S/volume.pid")
+  kill -TERM "$vp"
+  for _ in $(seq 100); do kill -0 "$vp" 2>/dev/null || break; sleep 0.1; done
   sleep 0.5
   echo 3 >/proc/sys/vm/drop_caches
   ! cat before.bin >/dev/null 2>"$T/eio_read.err"
@@ -351,7 +365,9 @@ test_eio_without_volumes() {
 check eio_without_volumes
 
 test_clean_exit() {
-  do_unmount "$M1_PID" "$M"
+  cd /
+  do_unmount "$T/mnt2"
+  do_unmount "$M"
   grep -q "stopped" "$T/mount.log"
 }
 check clean_exit
