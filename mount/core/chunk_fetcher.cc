@@ -158,6 +158,11 @@ void ChunkFetcher::Prefetch(const std::string& fid, uint64_t blob_size, uint64_t
   }
 }
 
+void ChunkFetcher::PrefetchAt(const std::string& fid, uint64_t blob_size, uint64_t blob_offset) {
+  if (opts_.window == 0 || blob_size == 0 || blob_offset >= blob_size) return;
+  Prefetch(fid, blob_size, blob_offset / opts_.window);
+}
+
 absl::Status ChunkFetcher::ReadWindowed(const std::string& fid, uint64_t blob_size, uint64_t offset, size_t len,
                                         char* dst) {
   uint64_t pos = offset, end = offset + len;
@@ -174,7 +179,9 @@ absl::Status ChunkFetcher::ReadWindowed(const std::string& fid, uint64_t blob_si
     if (n == 0) return absl::InternalError("read-ahead window shorter than the blob");
     std::memcpy(dst + (pos - offset), w->data.data() + (pos - wstart), n);
     pos += n;
-    if (pos >= wstart + opts_.window / 2) Prefetch(fid, blob_size, index + 1);
+    if (pos >= wstart + opts_.window / 2) {
+      for (int d = 1; d <= opts_.depth; ++d) Prefetch(fid, blob_size, index + d);
+    }
   }
   return absl::OkStatus();
 }

@@ -33,6 +33,8 @@ class ChunkFetcher {
     uint64_t window = 4 << 20;
     // Windows held in memory at most (LRU). Default: 16.
     size_t max_windows = 16;
+    // Windows fetched ahead of a sequential reader once it passes the middle of one. Default: 2.
+    int depth = 2;
   };
   // blobs must outlive this; cache and pool may be null (no cache, no background prefetch).
   ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool, Options options);
@@ -42,6 +44,12 @@ class ChunkFetcher {
   // size (0 = unknown: no cache, no read-ahead). sequential: the caller streams through.
   absl::Status Read(const std::string& fid, uint64_t blob_size, uint64_t offset, size_t len, char* dst,
                     bool sequential);
+
+  // A sequential reader will soon read byte blob_offset of this blob: fetch its window in the
+  // background (the read path calls this for the chunks after the one being read).
+  void PrefetchAt(const std::string& fid, uint64_t blob_size, uint64_t blob_offset);
+  uint64_t window() const { return opts_.window; }
+  int depth() const { return opts_.depth; }
 
   // Offers freshly uploaded data to the cache (write-through), if it wants it.
   void OnUploaded(const std::string& fid, std::string_view blob);

@@ -328,6 +328,20 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
       pos = piece_end;
     }
   }
+  // A streaming reader: start fetching the chunks that follow (read-ahead across chunks; the
+  // fetcher itself reads ahead only within a blob).
+  if (sequential && ctx_->fetcher->window() > 0) {
+    uint64_t ahead = ctx_->fetcher->window() * ctx_->fetcher->depth();
+    uint64_t from = offset + n;
+    if (from < res->file_size) {
+      for (const VisibleInterval& v : ClipIntervals(res->intervals, from, std::min(ahead, res->file_size - from))) {
+        if (v.source != VisibleInterval::Source::kChunk || v.chunk->blob_size() == 0) continue;
+        for (uint64_t b = v.blob_offset; b < v.blob_offset + v.size; b += ctx_->fetcher->window()) {
+          ctx_->fetcher->PrefetchAt(v.chunk->fid(), v.chunk->blob_size(), b);
+        }
+      }
+    }
+  }
   // Bytes below size that no interval covers (size grew since the resolution) are zeros,
   // unless memory covered them; the resolution is recomputed whenever size_ changes, so this
   // only guards against a concurrent extension.
