@@ -8,7 +8,7 @@
 
 namespace kelp {
 
-void AddFilerFlags(FlagSet& flags, filer::FilerOptions& o, const std::string& prefix) {
+void AddFilerFlags(FlagSet& flags, filer::FilerServerOptions& o, const std::string& prefix) {
   flags.Add(prefix + "dir", &o.dir, "data directory (RocksDB store under <dir>/meta)");
   flags.Add(prefix + "port", &o.port, "HTTP port");
   flags.Add(prefix + "port.grpc", &o.grpc_port, "gRPC port (0 = HTTP port + 10000)");
@@ -20,7 +20,7 @@ void AddFilerFlags(FlagSet& flags, filer::FilerOptions& o, const std::string& pr
 
 int FilerMain(int argc, char** argv) {
   BlockTerminationSignals();
-  filer::FilerOptions opts;
+  filer::FilerServerOptions opts;
   std::string log_level = "info";
   FlagSet flags("filer", "kelp filer [flags]",
                 "Runs the filer: the namespace in RocksDB, cluster coordination (volume servers heartbeat to it),\n"

@@ -8,6 +8,6 @@
 namespace kelp {
 
 // Registers the filer's flags with an optional prefix ("filer." for `kelp server`).
-void AddFilerFlags(FlagSet& flags, filer::FilerOptions& options, const std::string& prefix);
+void AddFilerFlags(FlagSet& flags, filer::FilerServerOptions& options, const std::string& prefix);
 
 }  // namespace kelp

@@ -40,7 +40,7 @@ class FilerServer::HttpHandler : public http::Handler {
   ClusterHttpRoutes cluster_;
 };
 
-FilerServer::FilerServer(FilerOptions options) : opts_(std::move(options)) {}
+FilerServer::FilerServer(FilerServerOptions options) : opts_(std::move(options)) {}
 
 FilerServer::~FilerServer() { Stop(); }
 

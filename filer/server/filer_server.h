@@ -18,7 +18,7 @@
 
 namespace kelp::filer {
 
-struct FilerOptions {
+struct FilerServerOptions {
   // Data directory; the RocksDB store lives in <dir>/meta. Default: ./filerdata.
   std::string dir = "./filerdata";
   // Address to bind. Default: 127.0.0.1.
@@ -41,7 +41,7 @@ struct FilerOptions {
 
 class FilerServer {
  public:
-  explicit FilerServer(FilerOptions options);
+  explicit FilerServer(FilerServerOptions options);
   ~FilerServer();
 
   absl::Status Start();
@@ -55,7 +55,7 @@ class FilerServer {
  private:
   class HttpHandler;
 
-  FilerOptions opts_;
+  FilerServerOptions opts_;
   std::unique_ptr<KvStore> kv_;
   std::unique_ptr<VolumeAdmin> admin_;
   std::unique_ptr<Topology> topology_;

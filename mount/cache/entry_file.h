@@ -1,0 +1,79 @@
+// One cache block on disk: an entry file (docs/cache-format.md, "Entry files"). Encodes,
+// writes, verifies and reads them; knows nothing about tiers' capacity or eviction.
+//
+// Thread-safety: free functions on file descriptors; any thread, concurrently. A file is
+// written once, under a fresh name, before anyone can look it up, and never modified.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mount/cache/cache_format.h"
+#include "mount/cache/cache_options.h"
+
+namespace kelp::mount::cache {
+
+// What an entry file says about itself, less its page checksums. fid views the caller's string.
+struct EntryRef {
+  std::string_view fid;
+  uint64_t blob_size = 0;
+  uint64_t block_offset = 0;
+  uint32_t data_len = 0;
+  Tier tier = Tier::kSmall;
+  uint64_t id = 0;  // the file name, unique for the life of the directory
+};
+
+// Everything an entry file says about itself, owning its fid (from a scan or the index).
+struct EntryMeta {
+  std::string fid;
+  uint64_t blob_size = 0;
+  uint64_t block_offset = 0;
+  uint32_t data_len = 0;
+  Tier tier = Tier::kSmall;
+  uint64_t id = 0;
+  std::vector<uint64_t> page_sums;  // xxh3 of each 4 KiB page of the data
+  EntryRef ref() const { return {fid, blob_size, block_offset, data_len, tier, id}; }
+};
+
+// Bytes before the data: fixed header, fid, page checksum table.
+uint64_t EntryHeaderLen(size_t fid_len, uint64_t data_len);
+inline uint64_t EntryFileSize(size_t fid_len, uint64_t data_len) {
+  return EntryHeaderLen(fid_len, data_len) + data_len;
+}
+
+// xxh3 of each 4 KiB page of data, the last one possibly short.
+std::vector<uint64_t> PageSums(std::string_view data);
+inline uint64_t PageCount(uint64_t data_len) {
+  return (data_len + format::kPageSize - 1) / format::kPageSize;
+}
+
+// "%016x" of id, and back (false unless exactly 16 lowercase hex digits).
+std::string EntryFileName(uint64_t id);
+bool ParseEntryFileName(std::string_view name, uint64_t* id);
+
+// Creates dirfd/EntryFileName(entry.id) (it must not exist) holding data, whose page checksums
+// are sums (PageSums(data)), unsynced. Returns the bytes it occupies (st_blocks * 512). On
+// failure nothing is left behind.
+absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
+                                        const std::vector<uint64_t>& sums, std::string_view data);
+
+// Opens an entry file for reading. NotFound if it is gone.
+absl::StatusOr<int> OpenEntryFile(int dirfd, uint64_t id);
+
+// Copies data bytes [offset, offset + len) of the entry open as fd into dst, checking every
+// 4 KiB page the range touches against range_sums (range_sums[i] is the checksum of page
+// offset / 4096 + i; the caller keeps them in memory, so the header is not read).
+// DataLoss: bad checksum or short file. Anything else: an I/O error, with its errno. On
+// failure dst holds garbage.
+absl::Status ReadEntryData(int fd, const EntryRef& entry, const uint64_t* range_sums,
+                           uint64_t offset, size_t len, char* dst);
+
+// Reads and checks the header of dirfd/EntryFileName(id), whose size is file_size (for the scan
+// on open). DataLoss unless it is a complete, self-consistent entry of that id and tier.
+absl::StatusOr<EntryMeta> ReadEntryHeader(int dirfd, uint64_t id, Tier tier, uint64_t file_size);
+
+}  // namespace kelp::mount::cache

@@ -1,0 +1,355 @@
+// The cache's disk under stress and in trouble: capacity as du measures it, corruption,
+// restarts, foreign or damaged directories, full and read-only filesystems.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "mount/cache/cache_format.h"
+#include "mount/cache/cache_test_util.h"
+#include "mount/cache/entry_file.h"
+#include "mount/cache/tiered_cache.h"
+
+namespace kelp::mount::cache {
+namespace {
+
+using testing::BlobBytes;
+using testing::CountFiles;
+using testing::DiskUsage;
+using testing::MustOpen;
+using testing::ReadThrough;
+using testing::TempDir;
+using testing::TestOptions;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kKiB = 1 << 10;
+
+struct Blob {
+  std::string fid;
+  uint64_t size;
+};
+
+// A mix of small, medium and large blobs.
+std::vector<Blob> MixedBlobs(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Blob> blobs;
+  for (int i = 0; i < n; ++i) {
+    uint64_t size;
+    switch (i % 3) {
+      case 0:
+        size = 1 + rng() % (128 * kKiB);
+        break;
+      case 1:
+        size = 128 * kKiB + 1 + rng() % (2 * kMiB - 128 * kKiB);
+        break;
+      default:
+        size = 4 * kMiB;
+        break;
+    }
+    blobs.push_back({"11," + std::to_string(seed) + "x" + std::to_string(i), size});
+  }
+  return blobs;
+}
+
+// `du -s --block-size=1 dir`, from the real du.
+uint64_t Du(const std::string& dir) {
+  std::string cmd = "du -s --block-size=1 " + dir;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  unsigned long long bytes = 0;
+  REQUIRE(std::fscanf(p, "%llu", &bytes) == 1);
+  ::pclose(p);
+  return bytes;
+}
+
+// The one file in a tier directory.
+std::string OnlyEntry(const std::string& tier_dir) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(tier_dir)) files.push_back(e.path());
+  REQUIRE(files.size() == 1);
+  return files[0];
+}
+
+// Inserts a few blocks of each tier; returns (fid, blob size, offset) of each.
+struct Probe {
+  std::string fid;
+  uint64_t size, offset;
+};
+std::vector<Probe> Fill(TieredCache& cache) {
+  std::vector<Probe> probes = {
+      {"12,s1", 3000, 0},       {"12,s2", 100 * kKiB, 0}, {"12,m1", 1 * kMiB, 64 * kKiB},
+      {"12,m2", 300 * kKiB, 0}, {"12,l1", 4 * kMiB, 0},   {"12,l2", 4 * kMiB, 3 * kMiB}};
+  std::string out;
+  for (const Probe& p : probes) ReadThrough(cache, p.fid, p.size, p.offset, 1000, &out);
+  return probes;
+}
+size_t CountHits(TieredCache& cache, const std::vector<Probe>& probes) {
+  size_t hits = 0;
+  std::string out(1000, '\0');
+  for (const Probe& p : probes) {
+    if (cache.Read(p.fid, p.size, p.offset, 1000, out.data())) {
+      ++hits;
+      CHECK(out == BlobBytes(p.fid, p.offset, 1000));
+    }
+  }
+  return hits;
+}
+
+}  // namespace
+
+TEST_CASE("du of the cache directory never exceeds the capacity") {
+  TempDir tmp;
+  const uint64_t capacity = 6 * kMiB;
+  std::string dir = tmp.Sub("c");
+  CacheOptions o = TestOptions(dir, capacity);
+  auto cache = MustOpen(o);
+  std::vector<Blob> blobs = MixedBlobs(60, 1);
+  std::mt19937_64 rng(2);
+  std::string out;
+  uint64_t peak = 0;
+  size_t hits = 0;
+  const size_t lens[] = {4 * kKiB, 16 * kKiB, 128 * kKiB};
+  for (int op = 0; op < 3000; ++op) {
+    // Skewed: a third of the blobs get most reads.
+    const Blob& b = blobs[rng() % 2 ? rng() % 20 : rng() % blobs.size()];
+    size_t len = std::min<uint64_t>(lens[rng() % 3], b.size);
+    uint64_t off = rng() % (b.size - len + 1);
+    hits += ReadThrough(*cache, b.fid, b.size, off, len, &out);
+    REQUIRE(out == BlobBytes(b.fid, off, len));
+    if (op % 20 == 0) {
+      uint64_t usage = DiskUsage(dir);
+      peak = std::max(peak, usage);
+      REQUIRE(usage <= capacity);
+    }
+  }
+  CacheStats s = cache->GetStats();
+  INFO(s.Summary());
+  CHECK(peak > capacity * 8 / 10);  // the cache really was full, so the bound was tested
+  CHECK(hits > 300);
+  CHECK(s.tiers[0].evictions + s.tiers[1].evictions + s.tiers[2].evictions > 100);
+  cache->Close();  // writes the index: still within the capacity
+  CHECK(DiskUsage(dir) <= capacity);
+  CHECK(Du(dir) <= capacity);
+  CHECK(std::filesystem::exists(dir + "/" + format::kIndexFile));
+}
+
+TEST_CASE("a corrupted entry is a miss, is dropped, and a re-insert heals it") {
+  TempDir tmp;
+  CacheOptions o = TestOptions(tmp.path(), 64 * kMiB);
+  o.memory_bytes = 0;  // every read goes to disk
+  auto cache = MustOpen(o);
+  const std::string fid = "13,c";
+  std::string out;
+  REQUIRE_FALSE(ReadThrough(*cache, fid, 4 * kMiB, 300000, 16384, &out));
+  std::string file = OnlyEntry(tmp.Sub("large"));
+  uint64_t header = EntryHeaderLen(fid.size(), 256 * kKiB);
+  SECTION("data byte, first page read") {
+    testing::FlipByte(file, header + (300000 - 256 * kKiB) + 5);
+  }
+  SECTION("data byte, last page read") {
+    testing::FlipByte(file, header + (300000 + 16384 - 1 - 256 * kKiB));
+  }
+
+  out.assign(16384, '\0');
+  CHECK_FALSE(cache->Read(fid, 4 * kMiB, 300000, 16384, out.data()));
+  CacheStats s = cache->GetStats();
+  CHECK(s.tiers[2].checksum_failures == 1);
+  CHECK(s.tiers[2].entries == 0);
+  CHECK(CountFiles(tmp.Sub("large")) == 0);
+  CHECK_FALSE(ReadThrough(*cache, fid, 4 * kMiB, 300000, 16384, &out));  // refetched, reinserted
+  CHECK(ReadThrough(*cache, fid, 4 * kMiB, 300000, 16384, &out));
+  CHECK(out == BlobBytes(fid, 300000, 16384));
+}
+
+TEST_CASE("an I/O error reading an entry is a miss, counted, and the block is refetched") {
+  TempDir tmp;
+  CacheOptions o = TestOptions(tmp.path(), 64 * kMiB);
+  auto cache = MustOpen(o);
+  std::string out;
+  REQUIRE_FALSE(ReadThrough(*cache, "13,e", 4 * kMiB, 0, 4096, &out));
+  // A directory in place of the file: open() works, read() fails with EISDIR, unlink() too.
+  std::string file = OnlyEntry(tmp.Sub("large"));
+  std::filesystem::remove(file);
+  std::filesystem::create_directory(file);
+  out.assign(4096, '\0');
+  CHECK_FALSE(cache->Read("13,e", 4 * kMiB, 0, 4096, out.data()));
+  CacheStats s = cache->GetStats();
+  CHECK(s.disk_errors >= 1);
+  CHECK(s.tiers[2].checksum_failures == 0);
+  CHECK(s.tiers[2].entries == 0);
+  CHECK_FALSE(ReadThrough(*cache, "13,e", 4 * kMiB, 0, 4096, &out));
+  CHECK(ReadThrough(*cache, "13,e", 4 * kMiB, 0, 4096, &out));
+  CHECK(out == BlobBytes("13,e", 0, 4096));
+}
+
+TEST_CASE("a restart keeps the warm cache") {
+  TempDir tmp;
+  std::vector<Probe> probes;
+  {
+    auto cache = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
+    probes = Fill(*cache);
+    REQUIRE(CountHits(*cache, probes) == probes.size());
+  }
+  SECTION("clean shutdown: from the index") {}
+  SECTION("crash: no index, entry headers are scanned") {
+    REQUIRE(std::filesystem::remove(tmp.Sub(format::kIndexFile)));
+  }
+  SECTION("damaged index is ignored") { testing::FlipByte(tmp.Sub(format::kIndexFile), 40); }
+  MetricsRegistry registry;
+  CacheOptions o = TestOptions(tmp.path(), 64 * kMiB);
+  auto cache = MustOpen(o);
+  CHECK(CountHits(*cache, probes) == probes.size());
+  CacheStats s = cache->GetStats();
+  CHECK(s.tiers[0].memory_hits == 0);  // served from disk
+  CHECK(s.tiers[0].entries + s.tiers[1].entries + s.tiers[2].entries == 6);
+}
+
+TEST_CASE("on restart, torn and foreign files in tier directories are removed") {
+  TempDir tmp;
+  std::vector<Probe> probes;
+  {
+    auto cache = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
+    probes = Fill(*cache);
+  }
+  std::filesystem::remove(tmp.Sub(format::kIndexFile));
+  std::vector<std::string> large;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.Sub("large"))) {
+    large.push_back(e.path());
+  }
+  REQUIRE(large.size() == 2);
+  REQUIRE(::truncate(large[0].c_str(), 1000) == 0);           // torn write from a crash
+  testing::FlipByte(large[1], format::kEntryOffBlockOffset);  // damaged header
+  std::ofstream(tmp.Sub("medium/junk.tmp")) << "x";
+  std::ofstream(tmp.Sub("small/00000000000000zz")) << "x";
+  auto cache = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
+  CHECK(CountHits(*cache, probes) == probes.size() - 2);
+  CHECK(CountFiles(tmp.Sub("large")) == 0);
+  CHECK_FALSE(std::filesystem::exists(tmp.Sub("medium/junk.tmp")));
+  CHECK_FALSE(std::filesystem::exists(tmp.Sub("small/00000000000000zz")));
+}
+
+TEST_CASE("a directory of another version, layout or in bad shape is wiped, nothing else") {
+  TempDir tmp;
+  std::vector<Probe> probes;
+  {
+    auto cache = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
+    probes = Fill(*cache);
+  }
+  std::ofstream(tmp.Sub("notes.txt")) << "not the cache's";
+  CacheOptions o = TestOptions(tmp.path(), 64 * kMiB);
+  SECTION("garbage version file") {
+    std::ofstream(tmp.Sub(format::kVersionFile)) << "kelp-cache 0\n\x01\x02";
+  }
+  SECTION("version file missing") { std::filesystem::remove(tmp.Sub(format::kVersionFile)); }
+  SECTION("other layout") { o.large_block_size = 1 * kMiB; }
+  SECTION("tier directory replaced by a file") {
+    std::filesystem::remove_all(tmp.Sub("medium"));
+    std::ofstream(tmp.Sub("medium")) << "x";
+  }
+  auto cache = MustOpen(o);
+  CHECK(cache->GetStats().disk_enabled);
+  CHECK(CountHits(*cache, probes) == 0);
+  CHECK(std::filesystem::exists(tmp.Sub("notes.txt")));
+  for (const char* t : format::kTierDirs) CHECK(std::filesystem::is_directory(tmp.Sub(t)));
+  // And the fresh directory works.
+  std::string out;
+  CHECK_FALSE(ReadThrough(*cache, "14,n", 4 * kMiB, 0, 10, &out));
+  CHECK(ReadThrough(*cache, "14,n", 4 * kMiB, 0, 10, &out));
+}
+
+TEST_CASE("a shrunk capacity is enforced on open") {
+  TempDir tmp;
+  {
+    auto cache = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
+    std::string out;
+    for (int i = 0; i < 40; ++i)
+      ReadThrough(*cache, "15," + std::to_string(i), 4 * kMiB, 0, 10, &out);
+  }
+  REQUIRE(DiskUsage(tmp.path()) > 8 * kMiB);
+  auto cache = MustOpen(TestOptions(tmp.path(), 2 * kMiB));
+  CHECK(DiskUsage(tmp.path()) <= 2 * kMiB);
+  CHECK(cache->GetStats().tiers[2].entries > 0);
+}
+
+TEST_CASE("a second cache on the same directory runs without disk tiers") {
+  TempDir tmp;
+  auto first = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
+  auto second = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
+  CHECK(first->GetStats().disk_enabled);
+  CHECK_FALSE(second->GetStats().disk_enabled);
+  std::string out;
+  CHECK_FALSE(ReadThrough(*second, "16,a", 4 * kMiB, 0, 10, &out));
+  CHECK_FALSE(second->Read("16,a", 4 * kMiB, 0, 10, out.data()));
+}
+
+TEST_CASE("an unusable directory degrades to the memory layer, never to an error") {
+  TempDir tmp;
+  std::ofstream(tmp.Sub("file")) << "x";
+  auto cache = MustOpen(TestOptions(tmp.Sub("file/cache"), 64 * kMiB));
+  CHECK_FALSE(cache->GetStats().disk_enabled);
+  std::string out;
+  CHECK_FALSE(ReadThrough(*cache, "17,s", 2000, 0, 100, &out));
+  CHECK(ReadThrough(*cache, "17,s", 2000, 0, 100, &out));  // memory layer
+  CHECK_FALSE(ReadThrough(*cache, "17,l", 4 * kMiB, 0, 100, &out));
+  CHECK_FALSE(ReadThrough(*cache, "17,l", 4 * kMiB, 0, 100, &out));
+}
+
+TEST_CASE("a full filesystem degrades to misses") {
+  testing::TmpfsMount fs(1 * kMiB);
+  if (!fs.ok()) {
+    WARN("cannot mount tmpfs here; skipped");
+    return;
+  }
+  CacheOptions o = TestOptions(fs.path() + "/cache", 64 * kMiB);  // far more than the fs has
+  auto cache = MustOpen(o);
+  size_t stored = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::string fid = "18," + std::to_string(i);
+    stored += cache->Insert(fid, 4 * kMiB, 0, BlobBytes(fid, 0, 256 * kKiB));
+  }
+  CHECK(stored >= 1);
+  CHECK(stored < 8);
+  CacheStats s = cache->GetStats();
+  CHECK(s.disk_errors >= 1);
+  CHECK(s.tiers[2].entries == stored);
+  size_t hits = 0;
+  std::string out(4096, '\0');
+  for (int i = 0; i < 8; ++i) {
+    std::string fid = "18," + std::to_string(i);
+    if (cache->Read(fid, 4 * kMiB, 4096, 4096, out.data())) {
+      ++hits;
+      CHECK(out == BlobBytes(fid, 4096, 4096));
+    }
+  }
+  CHECK(hits == stored);
+}
+
+TEST_CASE("a filesystem gone read-only keeps serving what it holds") {
+  testing::TmpfsMount fs(16 * kMiB);
+  if (!fs.ok()) {
+    WARN("cannot mount tmpfs here; skipped");
+    return;
+  }
+  std::string dir = fs.path() + "/cache";
+  std::vector<Probe> probes;
+  {
+    auto cache = MustOpen(TestOptions(dir, 8 * kMiB));
+    probes = Fill(*cache);
+    REQUIRE(fs.RemountReadOnly());
+    std::string out;
+    CHECK_FALSE(ReadThrough(*cache, "19,new", 4 * kMiB, 0, 10, &out));
+    CHECK_FALSE(ReadThrough(*cache, "19,new", 4 * kMiB, 0, 10, &out));
+    CHECK(cache->GetStats().disk_errors >= 1);
+    CHECK(CountHits(*cache, probes) == probes.size());
+  }  // Close cannot write the index: logged, not an error
+  auto cache = MustOpen(TestOptions(dir, 8 * kMiB));  // reopen on the read-only fs
+  CHECK(cache->GetStats().disk_enabled);
+  CHECK(CountHits(*cache, probes) == probes.size());
+}
+
+}  // namespace kelp::mount::cache
