@@ -15,6 +15,5 @@ int NotYet(const char* what) {
 int ServerMain(int, char**) { return NotYet("server"); }
 int FsckMain(int, char**) { return NotYet("filer.fsck"); }
 int VolumeMain(int, char**) { return NotYet("volume"); }
-int MountMain(int, char**) { return NotYet("mount"); }
 
 }  // namespace kelp

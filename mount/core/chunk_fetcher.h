@@ -1,0 +1,92 @@
+// ChunkFetcher: reads byte ranges of blobs for the read path. Random reads are ranged fetches
+// (through the ChunkCache when there is one: a miss fetches the aligned cache blocks around the
+// range and inserts them). Sequential readers are served from read-ahead windows: a window of
+// the blob is fetched whole, and when a reader passes its middle the next window is fetched in
+// the background. Concurrent readers of one window wait for a single fetch.
+//
+// Thread-safety: every method may be called from any thread. mu_ guards the window table and
+// is never held across a fetch.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "mount/client/blob_store.h"
+#include "mount/core/chunk_cache.h"
+#include "shared/metrics.h"
+#include "shared/thread_pool.h"
+
+namespace kelp::mount {
+
+class ChunkFetcher {
+ public:
+  struct Options {
+    // Read-ahead window, in bytes; 0 turns read-ahead off. Default: 4 MiB.
+    uint64_t window = 4 << 20;
+    // Windows held in memory at most (LRU). Default: 16.
+    size_t max_windows = 16;
+    // Windows fetched ahead of a sequential reader once it passes the middle of one. Default: 2.
+    int depth = 2;
+  };
+  // blobs must outlive this; cache and pool may be null (no cache, no background prefetch).
+  ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool, Options options);
+  ~ChunkFetcher();
+
+  // Copies bytes [offset, offset + len) of blob fid into dst. blob_size is the blob's whole
+  // size (0 = unknown: no cache, no read-ahead). sequential: the caller streams through.
+  absl::Status Read(const std::string& fid, uint64_t blob_size, uint64_t offset, size_t len, char* dst,
+                    bool sequential);
+
+  // A sequential reader will soon read byte blob_offset of this blob: fetch its window in the
+  // background (the read path calls this for the chunks after the one being read).
+  void PrefetchAt(const std::string& fid, uint64_t blob_size, uint64_t blob_offset);
+  uint64_t window() const { return opts_.window; }
+  int depth() const { return opts_.depth; }
+
+  // Offers freshly uploaded data to the cache (write-through), if it wants it.
+  void OnUploaded(const std::string& fid, std::string_view blob);
+
+  ChunkCache* cache() const { return cache_; }
+
+ private:
+  struct Window {
+    bool loading = true;
+    absl::Status status;
+    std::string data;
+  };
+  using Key = std::pair<std::string, uint64_t>;  // fid, window index
+
+  absl::Status ReadDirect(const std::string& fid, uint64_t blob_size, uint64_t offset, size_t len, char* dst);
+  absl::Status ReadWindowed(const std::string& fid, uint64_t blob_size, uint64_t offset, size_t len, char* dst);
+  // Returns the window, loading it in this thread if nobody has it (waits if someone loads it).
+  std::shared_ptr<Window> GetWindow(const std::string& fid, uint64_t blob_size, uint64_t index);
+  void Prefetch(const std::string& fid, uint64_t blob_size, uint64_t index);
+  void LoadWindow(const std::string& fid, uint64_t blob_size, uint64_t index, const std::shared_ptr<Window>& w);
+  void InsertBlocks(const std::string& fid, uint64_t blob_size, uint64_t start, std::string_view data);
+  void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  BlobStore* const blobs_;
+  ChunkCache* const cache_;
+  ThreadPool* const pool_;
+  const Options opts_;
+  Counter* window_hits_;
+  Counter* window_loads_;
+  Counter* direct_reads_;
+
+  std::mutex mu_;
+  std::condition_variable loaded_;
+  std::map<Key, std::pair<std::shared_ptr<Window>, std::list<Key>::iterator>> windows_ ABSL_GUARDED_BY(mu_);
+  std::list<Key> lru_ ABSL_GUARDED_BY(mu_);  // front = most recent
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int prefetching_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace kelp::mount

@@ -1,0 +1,155 @@
+#include "mount/core/dirty_buffer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
+namespace kelp::mount {
+
+void DirtyBuffer::Reserve(std::string& s, uint64_t extent_start, size_t n) const {
+  if (n <= s.capacity()) return;
+  uint64_t slot_end = SlotStart(extent_start) + slot_size_;
+  size_t to_slot_end = slot_end > extent_start ? slot_end - extent_start : 0;
+  size_t want = std::max<size_t>(n, std::min<size_t>(2 * s.capacity(), std::max<size_t>(n, to_slot_end)));
+  s.reserve(want);
+}
+
+uint64_t DirtyBuffer::Write(uint64_t offset, std::string_view data) {
+  if (data.empty()) return 0;
+  uint64_t end = offset + data.size();
+  uint64_t before = bytes_;
+
+  // Fast path: appending to the extent that ends exactly at offset, with nothing after it.
+  auto it = extents_.upper_bound(offset);
+  if (it != extents_.begin()) {
+    auto prev = std::prev(it);
+    uint64_t pend = prev->first + prev->second.size();
+    if (pend == offset && (it == extents_.end() || it->first > end)) {
+      Reserve(prev->second, prev->first, prev->second.size() + data.size());
+      prev->second.append(data);
+      bytes_ += data.size();
+      return bytes_ - before;
+    }
+    if (prev->first <= offset && pend >= end) {  // entirely inside one extent: overwrite
+      std::memcpy(prev->second.data() + (offset - prev->first), data.data(), data.size());
+      return 0;
+    }
+  }
+
+  // General case: merge every extent that overlaps or touches [offset, end).
+  uint64_t new_start = offset, new_end = end;
+  auto first = extents_.lower_bound(offset);
+  if (first != extents_.begin()) {
+    auto prev = std::prev(first);
+    if (prev->first + prev->second.size() >= offset) first = prev;
+  }
+  auto last = first;
+  while (last != extents_.end() && last->first <= end) {
+    new_start = std::min(new_start, last->first);
+    new_end = std::max<uint64_t>(new_end, last->first + last->second.size());
+    ++last;
+  }
+  std::string merged;
+  if (first != last && first->first == new_start) {
+    merged = std::move(first->second);  // reuse the leftmost buffer
+  }
+  Reserve(merged, new_start, new_end - new_start);
+  for (auto i = first; i != last; ++i) {
+    bytes_ -= (i == first && merged.size() > 0) ? merged.size() : i->second.size();
+    if (i == first && !merged.empty()) continue;
+    uint64_t rel = i->first - new_start;
+    if (merged.size() < rel + i->second.size()) merged.resize(rel + i->second.size());
+    std::memcpy(merged.data() + rel, i->second.data(), i->second.size());
+  }
+  if (merged.size() < new_end - new_start) merged.resize(new_end - new_start);
+  std::memcpy(merged.data() + (offset - new_start), data.data(), data.size());
+  extents_.erase(first, last);
+  bytes_ += merged.size();
+  extents_.emplace(new_start, std::move(merged));
+  return bytes_ > before ? bytes_ - before : 0;
+}
+
+void DirtyBuffer::Overlay(uint64_t offset, uint64_t len, char* dst,
+                          const std::function<void(uint64_t, uint64_t)>& covered) const {
+  uint64_t end = offset + len;
+  auto it = extents_.upper_bound(offset);
+  if (it != extents_.begin()) --it;
+  for (; it != extents_.end() && it->first < end; ++it) {
+    uint64_t s = std::max(offset, it->first);
+    uint64_t e = std::min<uint64_t>(end, it->first + it->second.size());
+    if (s >= e) continue;
+    std::memcpy(dst + (s - offset), it->second.data() + (s - it->first), e - s);
+    if (covered) covered(s, e);
+  }
+}
+
+uint64_t DirtyBuffer::Truncate(uint64_t size) {
+  uint64_t before = bytes_;
+  auto it = extents_.lower_bound(size);
+  if (it != extents_.begin()) {
+    auto prev = std::prev(it);
+    uint64_t pend = prev->first + prev->second.size();
+    if (pend > size) {
+      bytes_ -= pend - size;
+      prev->second.resize(size - prev->first);
+      prev->second.shrink_to_fit();
+    }
+  }
+  while (it != extents_.end()) {
+    bytes_ -= it->second.size();
+    it = extents_.erase(it);
+  }
+  return before - bytes_;
+}
+
+std::vector<Extent> DirtyBuffer::TakeFullSlots() {
+  std::vector<Extent> out;
+  for (auto it = extents_.begin(); it != extents_.end();) {
+    uint64_t start = it->first, end = start + it->second.size();
+    uint64_t first_slot = (start + slot_size_ - 1) / slot_size_ * slot_size_;  // first slot start >= start
+    uint64_t last_slot_end = end / slot_size_ * slot_size_;                    // last slot end <= end
+    if (first_slot >= last_slot_end) {
+      ++it;
+      continue;
+    }
+    std::string data = std::move(it->second);
+    it = extents_.erase(it);
+    bytes_ -= data.size();
+    if (first_slot == start && last_slot_end == end && data.size() == slot_size_) {
+      out.push_back(Extent{start, std::move(data)});
+      continue;
+    }
+    for (uint64_t s = first_slot; s < last_slot_end; s += slot_size_) {
+      out.push_back(Extent{s, data.substr(s - start, slot_size_)});
+    }
+    if (start < first_slot) {
+      std::string left = data.substr(0, first_slot - start);
+      bytes_ += left.size();
+      extents_.emplace(start, std::move(left));
+    }
+    if (last_slot_end < end) {
+      std::string right = data.substr(last_slot_end - start);
+      bytes_ += right.size();
+      it = extents_.emplace(last_slot_end, std::move(right)).first;
+      ++it;
+    }
+  }
+  return out;
+}
+
+std::vector<Extent> DirtyBuffer::TakeAll() {
+  std::vector<Extent> out;
+  out.reserve(extents_.size());
+  for (auto& [off, data] : extents_) out.push_back(Extent{off, std::move(data)});
+  extents_.clear();
+  bytes_ = 0;
+  return out;
+}
+
+uint64_t DirtyBuffer::end() const {
+  if (extents_.empty()) return 0;
+  auto last = std::prev(extents_.end());
+  return last->first + last->second.size();
+}
+
+}  // namespace kelp::mount

@@ -1,0 +1,64 @@
+// DirtyBuffer: the bytes written to one file in this mount and not yet handed to an upload.
+// Kept as sorted, non-overlapping, non-adjacent extents (adjacent writes merge), so sequential
+// writers build one growing extent and random writers one extent per write. The file is cut
+// into slots of slot_size bytes (-chunkSizeLimitMB); a slot that one extent covers completely
+// is "full" and can be taken for a background upload as one chunk.
+//
+// Thread-safety: none; the owning FileData guards it with its mutex.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kelp::mount {
+
+// A run of file bytes [offset, offset + data.size()).
+struct Extent {
+  uint64_t offset = 0;
+  std::string data;
+  uint64_t end() const { return offset + data.size(); }
+};
+
+class DirtyBuffer {
+ public:
+  explicit DirtyBuffer(uint64_t slot_size) : slot_size_(slot_size) {}
+
+  // Stores data at offset (newer bytes replace older ones). Returns how much the held byte
+  // count grew (less than data.size() when it overwrote dirty bytes).
+  uint64_t Write(uint64_t offset, std::string_view data);
+
+  // Copies the dirty bytes of [offset, offset + len) into dst (dst[0] is file byte offset)
+  // and calls covered(start, end) for each file range it copied, in order.
+  void Overlay(uint64_t offset, uint64_t len, char* dst,
+               const std::function<void(uint64_t, uint64_t)>& covered) const;
+
+  // Drops every byte at or past size. Returns the bytes freed.
+  uint64_t Truncate(uint64_t size);
+
+  // Removes and returns the slots an extent covers completely, one extent per slot.
+  std::vector<Extent> TakeFullSlots();
+  // Removes and returns everything.
+  std::vector<Extent> TakeAll();
+
+  uint64_t bytes() const { return bytes_; }
+  bool empty() const { return extents_.empty(); }
+  size_t extent_count() const { return extents_.size(); }
+  // One past the last dirty byte; 0 when empty.
+  uint64_t end() const;
+  uint64_t slot_size() const { return slot_size_; }
+
+ private:
+  uint64_t SlotStart(uint64_t off) const { return off / slot_size_ * slot_size_; }
+  // Grows s to hold n bytes without doubling past the end of the slot the extent started in.
+  void Reserve(std::string& s, uint64_t extent_start, size_t n) const;
+
+  const uint64_t slot_size_;
+  std::map<uint64_t, std::string> extents_;  // offset -> bytes
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace kelp::mount

@@ -1,0 +1,101 @@
+#include "mount/core/dirty_buffer.h"
+
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kelp::mount {
+namespace {
+
+// The model: a byte image of the file and which bytes are dirty.
+struct Model {
+  std::string bytes;
+  std::vector<bool> dirty;
+  void Write(uint64_t off, const std::string& d) {
+    if (bytes.size() < off + d.size()) bytes.resize(off + d.size()), dirty.resize(off + d.size());
+    for (size_t i = 0; i < d.size(); ++i) bytes[off + i] = d[i], dirty[off + i] = true;
+  }
+  uint64_t count() const { return std::count(dirty.begin(), dirty.end(), true); }
+};
+
+void CheckAgainst(const DirtyBuffer& b, const Model& m) {
+  REQUIRE(b.bytes() == m.count());
+  std::string out(m.bytes.size(), '?');
+  std::vector<bool> covered(m.bytes.size(), false);
+  b.Overlay(0, out.size(), out.data(), [&](uint64_t s, uint64_t e) {
+    for (uint64_t i = s; i < e; ++i) covered[i] = true;
+  });
+  for (size_t i = 0; i < out.size(); ++i) {
+    REQUIRE(covered[i] == m.dirty[i]);
+    if (m.dirty[i]) REQUIRE(out[i] == m.bytes[i]);
+  }
+}
+
+TEST_CASE("DirtyBuffer matches a byte model under random writes") {
+  std::mt19937 rng(42);
+  DirtyBuffer b(4096);
+  Model m;
+  for (int i = 0; i < 2000; ++i) {
+    uint64_t off = rng() % 20000;
+    size_t len = 1 + rng() % 3000;
+    std::string d(len, static_cast<char>('a' + i % 26));
+    uint64_t before = b.bytes();
+    uint64_t grew = b.Write(off, d);
+    m.Write(off, d);
+    REQUIRE(b.bytes() == before + grew);
+    if (i % 100 == 0) CheckAgainst(b, m);
+  }
+  CheckAgainst(b, m);
+}
+
+TEST_CASE("DirtyBuffer merges sequential writes into one extent") {
+  DirtyBuffer b(1 << 20);
+  for (int i = 0; i < 100; ++i) b.Write(i * 1000, std::string(1000, 'x'));
+  REQUIRE(b.extent_count() == 1);
+  REQUIRE(b.bytes() == 100000);
+  REQUIRE(b.end() == 100000);
+}
+
+TEST_CASE("DirtyBuffer hands out exactly the slots it covers completely") {
+  const uint64_t S = 1000;
+  DirtyBuffer b(S);
+  Model m;
+  b.Write(500, std::string(2700, 'a'));  // covers [500, 3200): slots 1 and 2 are full
+  m.Write(500, std::string(2700, 'a'));
+  auto full = b.TakeFullSlots();
+  REQUIRE(full.size() == 2);
+  REQUIRE(full[0].offset == 1000);
+  REQUIRE(full[0].data.size() == S);
+  REQUIRE(full[1].offset == 2000);
+  // What is left: [500, 1000) and [3000, 3200).
+  REQUIRE(b.bytes() == 500 + 200);
+  REQUIRE(b.extent_count() == 2);
+  REQUIRE(b.TakeFullSlots().empty());
+  // Filling the rest of slot 0 makes it full.
+  b.Write(0, std::string(500, 'b'));
+  full = b.TakeFullSlots();
+  REQUIRE(full.size() == 1);
+  REQUIRE(full[0].offset == 0);
+  REQUIRE(full[0].data.substr(0, 500) == std::string(500, 'b'));
+  REQUIRE(full[0].data.substr(500) == std::string(500, 'a'));
+}
+
+TEST_CASE("DirtyBuffer truncate drops bytes at and past the size") {
+  DirtyBuffer b(4096);
+  b.Write(0, std::string(100, 'a'));
+  b.Write(200, std::string(100, 'b'));
+  REQUIRE(b.Truncate(250) == 50);
+  REQUIRE(b.bytes() == 150);
+  REQUIRE(b.end() == 250);
+  REQUIRE(b.Truncate(50) == 100);
+  REQUIRE(b.bytes() == 50);
+  auto all = b.TakeAll();
+  REQUIRE(all.size() == 1);
+  REQUIRE(all[0].data == std::string(50, 'a'));
+  REQUIRE(b.empty());
+}
+
+}  // namespace
+}  // namespace kelp::mount

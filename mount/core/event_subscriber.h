@@ -1,0 +1,47 @@
+// EventSubscriber: a thread that follows the filer's event stream (Subscribe) for the mounted
+// subtree and hands each event to Filesystem::OnEvent, which drops cached metadata and tells
+// the kernel (fuse_lowlevel_notify_inval_*) — from this thread, never from inside a FUSE
+// request. A broken stream is resumed after the last event seen; a gap the filer can no longer
+// fill arrives as EVENT_RESET and drops every cache.
+//
+// Thread-safety: Start/Stop from the owner thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "mount/client/meta_client.h"
+
+namespace kelp::mount {
+
+class Filesystem;
+class KernelNotifier;
+
+class EventSubscriber {
+ public:
+  EventSubscriber(MetaClient* meta, Filesystem* fs, KernelNotifier* notifier, std::string path_prefix);
+  ~EventSubscriber() { Stop(); }
+
+  void Start();
+  void Stop();
+
+ private:
+  void Loop();
+
+  MetaClient* const meta_;
+  Filesystem* const fs_;
+  KernelNotifier* const notifier_;
+  const std::string prefix_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<EventStream> stream_ ABSL_GUARDED_BY(mu_);  // to Cancel() from Stop()
+  std::thread thread_;
+};
+
+}  // namespace kelp::mount

@@ -1,0 +1,152 @@
+// FileData: the content of one regular file as this mount sees it. Layers, newest on top:
+//   dirty      bytes written and not yet handed to an upload (DirtyBuffer, in memory)
+//   inflight   bytes being uploaded (still in memory, readable), in the order they were taken
+//   pending    uploaded chunks not yet committed to the filer (local order)
+//   committed  the filer's chunk list (+ inline data), loaded lazily with GetChunks
+// A read resolves committed + pending chunks to visible intervals and overlays the memory
+// layers (read-your-writes). A full slot of the dirty buffer (-chunkSizeLimitMB) is uploaded in
+// the background; Flush packs what is left into few blobs, waits for every upload it depends on
+// and commits everything in order (CommitChunks, or WriteInline for small files). An upload
+// error is kept and returned by the next Write/Flush (never swallowed).
+//
+// Thread-safety: every public method may be called from any thread. mu_ guards the state and
+// is never held across an RPC, an upload or a fetch, nor while waiting for write budget.
+// Flushes of one file are serialised (flushing_), so commits go out in order.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mount/client/blob_store.h"
+#include "mount/client/meta_client.h"
+#include "mount/core/chunk_fetcher.h"
+#include "mount/core/dirty_buffer.h"
+#include "mount/core/visible_intervals.h"
+#include "mount/core/write_budget.h"
+#include "shared/thread_pool.h"
+
+namespace kelp::mount {
+
+// Services every FileData of a mount shares. Owned by the Filesystem; outlives every FileData.
+struct FileContext {
+  MetaClient* meta = nullptr;
+  BlobStore* blobs = nullptr;
+  ChunkFetcher* fetcher = nullptr;
+  WriteBudget* budget = nullptr;
+  ThreadPool* uploads = nullptr;  // background uploads; -concurrentWriters threads
+  uint64_t chunk_size = 4 << 20;  // slot and largest blob, in bytes
+  bool sync_uploads = true;       // every upload durable on every replica (?fsync=true)
+  uint32_t max_inline = 4096;     // files up to this size are written inline; 0 = never
+  std::atomic<bool> inline_supported{true};  // cleared when the filer answers UNIMPLEMENTED
+  // Called (without locks) with the attributes a commit returned.
+  std::function<void(const Attr&)> on_attr;
+};
+
+class FileData : public std::enable_shared_from_this<FileData> {
+ public:
+  // A writer that never closes (a growing log, a huge copy) should not keep every chunk
+  // uncommitted: past this many pending chunk records, the uploaded prefix is committed in the
+  // background.
+  static constexpr size_t kBackgroundCommitChunks = 64;
+  FileData(FileContext* ctx, const Attr& attr);
+  FileData(const FileData&) = delete;
+  FileData& operator=(const FileData&) = delete;
+
+  uint64_t ino() const { return ino_; }
+
+  // New attributes from the filer (open, getattr, events). When the filer's version moved on
+  // from what this mount last saw, the cached chunk list is dropped and, if nothing is dirty
+  // here, the size is taken over. Returns true when the content changed elsewhere (the kernel's
+  // page cache must go).
+  bool Revalidate(const Attr& attr);
+  // The content changed elsewhere (event stream): reload the chunk list on the next read.
+  void MarkStale();
+
+  // Stores data at offset. Blocks while the write budget is exhausted.
+  absl::Status Write(uint64_t offset, std::string_view data);
+  // Reads up to len bytes at offset (fewer at end of file). sequential: the reader streams.
+  absl::StatusOr<size_t> Read(uint64_t offset, size_t len, char* dst, bool sequential);
+  // Uploads and commits everything written before the call. sync: durable (WAL synced too).
+  absl::Status Flush(bool sync);
+  // Hands all dirty bytes to background uploads (memory pressure). No commit.
+  void UploadDirty();
+  // The filer truncated (or extended) the file to attr.size; the caller flushed before.
+  void Truncated(const Attr& attr);
+  // This mount changed attributes other than the content (chmod, utimes...) and the filer
+  // answered attr: the cached chunk list stays valid if nothing else happened in between.
+  void NoteOwnAttrChange(const Attr& attr);
+
+  uint64_t size() const;
+  uint64_t dirty_bytes() const;
+  // Whether a change of the filer's content to `version` is (or may be) this mount's own: a
+  // version it already knows, or one a commit of ours still in flight may produce. Events
+  // for it need not drop the kernel's page cache.
+  bool IsOwnVersion(uint64_t version) const;
+  bool HasLocalChanges() const;
+  // Puts this mount's view of size and mtime (unflushed writes) into a.
+  void OverlayAttr(Attr* a) const;
+
+ private:
+  struct Upload {
+    uint64_t seq = 0;  // local order
+    std::vector<Extent> extents;
+    uint64_t bytes = 0;
+  };
+  // Chunks resolved for reading: committed + pending, plus inline data.
+  struct Resolved {
+    uint64_t file_size = 0;
+    std::vector<filer::Chunk> chunks;
+    std::string inline_data;
+    std::vector<VisibleInterval> intervals;
+  };
+
+  // Starts an upload of extents (taken from dirty_) in the background, or runs it here.
+  std::shared_ptr<Upload> NewUploadLocked(std::vector<Extent> extents) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunUpload(const std::shared_ptr<Upload>& up);
+  void SubmitUpload(const std::shared_ptr<Upload>& up);
+  absl::Status EnsureLoaded();
+  std::shared_ptr<const Resolved> ResolvedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CommitInBackground();
+  // Commits pending chunks of local seq <= barrier, in order.
+  absl::Status Commit(uint64_t barrier, bool sync);
+  bool HasLocalChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the whole (small) content of up inline; false when the filer cannot.
+  absl::StatusOr<bool> WriteInline(const std::shared_ptr<Upload>& up, bool sync);
+  bool InlineEligibleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  FileContext* const ctx_;
+  const uint64_t ino_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // uploads finished, flush gate released
+  uint64_t size_ ABSL_GUARDED_BY(mu_);
+  int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;  // last local write not yet committed; 0 = none
+  uint64_t known_version_ ABSL_GUARDED_BY(mu_);  // newest filer version this mount knows of
+  // The committed chunk list, valid when loaded_ (at view_version_).
+  bool loaded_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t view_version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<filer::Chunk> committed_ ABSL_GUARDED_BY(mu_);
+  std::string inline_data_ ABSL_GUARDED_BY(mu_);
+  uint64_t load_generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumps when the view is dropped
+  std::shared_ptr<const Resolved> resolved_ ABSL_GUARDED_BY(mu_);  // null = recompute
+
+  DirtyBuffer dirty_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::shared_ptr<Upload>> inflight_ ABSL_GUARDED_BY(mu_);
+  std::vector<filer::Chunk> pending_ ABSL_GUARDED_BY(mu_);  // seq = kPendingSeqBase + local seq
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // first failed background upload, until reported
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  int commits_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace kelp::mount

@@ -1,0 +1,211 @@
+#include "mount/core/file_data.h"
+
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+
+#include <random>
+
+#include "mount/testing/fake_blob_store.h"
+#include "mount/testing/fake_filer.h"
+#include "shared/status.h"
+
+namespace kelp::mount {
+namespace {
+
+struct Env {
+  FakeFiler filer;
+  FakeBlobStore blobs;
+  WriteBudget budget;
+  ThreadPool pool{"test-up", 4, 8};
+  ChunkFetcher fetcher{&blobs, nullptr, nullptr, ChunkFetcher::Options{}};
+  FileContext ctx;
+  Attr attr;
+
+  Env(uint64_t chunk, uint64_t budget_bytes, uint32_t max_inline) : budget(budget_bytes) {
+    ctx.meta = &filer;
+    ctx.blobs = &blobs;
+    ctx.fetcher = &fetcher;
+    ctx.budget = &budget;
+    ctx.uploads = &pool;
+    ctx.chunk_size = chunk;
+    ctx.max_inline = max_inline;
+    filer::CreateRequest req;
+    req.set_parent(1);
+    req.set_name("f");
+    req.set_mode(S_IFREG | 0644);
+    attr = *filer.Create(req);
+  }
+  std::shared_ptr<FileData> Open() { return std::make_shared<FileData>(&ctx, *filer.GetAttr(attr.ino())); }
+};
+
+std::string ReadAll(FileData& f, uint64_t size) {
+  std::string out(size, '\0');
+  auto n = f.Read(0, size, out.data(), false);
+  REQUIRE(n.ok());
+  out.resize(*n);
+  return out;
+}
+
+TEST_CASE("random writes, reads and flushes match a model, and survive a reopen") {
+  for (uint32_t inl : {0u, 4096u}) {
+    Env env(4096, 1 << 20, inl);
+    auto f = env.Open();
+    std::string model;
+    std::mt19937 rng(inl + 1);
+    for (int i = 0; i < 400; ++i) {
+      int op = rng() % 10;
+      if (op < 6) {
+        uint64_t off = rng() % 40000;
+        std::string d(1 + rng() % 6000, '\0');
+        for (auto& c : d) c = static_cast<char>(rng());
+        REQUIRE(f->Write(off, d).ok());
+        if (model.size() < off + d.size()) model.resize(off + d.size(), '\0');
+        model.replace(off, d.size(), d);
+      } else if (op < 9) {
+        uint64_t off = rng() % 45000;
+        size_t len = rng() % 9000;
+        std::string out(len, '?');
+        auto n = f->Read(off, len, out.data(), rng() % 2);
+        REQUIRE(n.ok());
+        size_t want = off >= model.size() ? 0 : std::min<size_t>(len, model.size() - off);
+        REQUIRE(*n == want);
+        if (want > 0) REQUIRE(out.substr(0, *n) == model.substr(off, want));
+      } else {
+        REQUIRE(f->Flush(rng() % 2).ok());
+      }
+      REQUIRE(f->size() == model.size());
+    }
+    REQUIRE(f->Flush(false).ok());
+    REQUIRE_FALSE(f->HasLocalChanges());
+    auto g = env.Open();
+    REQUIRE(g->size() == model.size());
+    REQUIRE(ReadAll(*g, model.size()) == model);
+    REQUIRE(env.budget.used() == 0);
+  }
+}
+
+TEST_CASE("a flush packs scattered small writes into one upload and one commit") {
+  Env env(4 << 20, 64 << 20, 0);
+  auto f = env.Open();
+  for (int i = 0; i < 100; ++i) REQUIRE(f->Write(static_cast<uint64_t>(i) * 1000000, std::string(16384, 'a' + i % 26)).ok());
+  REQUIRE(env.blobs.puts() == 0);
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE(env.blobs.puts() == 1);
+  REQUIRE(env.filer.commits == 1);
+  auto g = env.Open();
+  std::string out(16384, '\0');
+  REQUIRE(*g->Read(42 * 1000000, 16384, out.data(), false) == 16384);
+  REQUIRE(out == std::string(16384, 'a' + 42 % 26));
+  REQUIRE(*g->Read(42 * 1000000 + 16384, 100, out.data(), false) == 100);
+  REQUIRE(out.substr(0, 100) == std::string(100, '\0'));  // a hole reads as zeros
+}
+
+TEST_CASE("full chunks upload in the background before the flush") {
+  Env env(64 << 10, 64 << 20, 0);
+  auto f = env.Open();
+  for (int i = 0; i < 16; ++i) REQUIRE(f->Write(static_cast<uint64_t>(i) * 16384, std::string(16384, 'x')).ok());
+  // 256 KiB = 4 full 64 KiB chunks: uploaded without a flush.
+  for (int i = 0; i < 100 && env.blobs.puts() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(env.blobs.puts() == 4);
+  REQUIRE(env.filer.commits == 0);
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE(env.filer.commits == 1);
+}
+
+TEST_CASE("an upload error comes back from write and flush, not swallowed") {
+  Env env(4096, 1 << 20, 0);
+  auto f = env.Open();
+  env.blobs.fail_puts = EIO;
+  REQUIRE(f->Write(0, std::string(100, 'a')).ok());
+  absl::Status s = f->Flush(false);
+  REQUIRE(ErrnoOf(s) == EIO);
+  // A full chunk failing in the background makes the next write fail.
+  REQUIRE(f->Write(0, std::string(8192, 'b')).ok());
+  for (int i = 0; i < 100; ++i) {
+    if (!f->Write(0, "c").ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(ErrnoOf(f->Write(0, "c")) == EIO);
+  REQUIRE(ErrnoOf(f->Flush(false)) == EIO);
+  env.blobs.fail_puts = ENOSPC;
+  REQUIRE(f->Write(0, std::string(100, 'a')).ok());
+  REQUIRE(ErrnoOf(f->Flush(false)) == ENOSPC);
+}
+
+TEST_CASE("a commit that fails is retried by the next flush") {
+  Env env(4096, 1 << 20, 0);
+  auto f = env.Open();
+  REQUIRE(f->Write(0, std::string(5000, 'a')).ok());
+  env.filer.down = true;
+  REQUIRE(ErrnoOf(f->Flush(false)) == EIO);
+  REQUIRE(f->HasLocalChanges());
+  env.filer.down = false;
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE_FALSE(f->HasLocalChanges());
+  REQUIRE(ReadAll(*env.Open(), 5000) == std::string(5000, 'a'));
+}
+
+TEST_CASE("small files are written inline; fsync syncs the filer and the uploads") {
+  Env env(4 << 20, 64 << 20, 4096);
+  auto f = env.Open();
+  REQUIRE(f->Write(0, "hello").ok());
+  REQUIRE(f->Flush(true).ok());
+  REQUIRE(env.filer.inline_writes == 1);
+  REQUIRE(env.blobs.puts() == 0);
+  REQUIRE(env.filer.synced_commits == 1);
+  REQUIRE(f->Write(5, " world").ok());
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE(ReadAll(*env.Open(), 11) == "hello world");
+  // Growing past the inline limit goes to a volume server, over the inline bottom layer.
+  REQUIRE(f->Write(8000, "tail").ok());
+  REQUIRE(f->Flush(true).ok());
+  REQUIRE(env.blobs.puts() == 1);
+  REQUIRE(env.blobs.synced_puts() == 1);
+  std::string all = ReadAll(*env.Open(), 8004);
+  REQUIRE(all.substr(0, 11) == "hello world");
+  REQUIRE(all.substr(8000) == "tail");
+  REQUIRE(all.substr(11, 100) == std::string(100, '\0'));
+}
+
+TEST_CASE("back-pressure: writing far more than the budget completes and stays bounded") {
+  Env env(16 << 10, 64 << 10, 0);
+  auto f = env.Open();
+  env.budget.SetPressureCallback([&] { f->UploadDirty(); });
+  std::mt19937 rng(3);
+  std::string model;
+  for (int i = 0; i < 400; ++i) {
+    uint64_t off = rng() % ((1 << 20) - 4096);
+    std::string d(4096, static_cast<char>(rng()));
+    REQUIRE(f->Write(off, d).ok());
+    if (model.size() < off + d.size()) model.resize(off + d.size(), '\0');
+    model.replace(off, d.size(), d);
+    REQUIRE(env.budget.used() <= env.budget.capacity());
+  }
+  REQUIRE(env.budget.waits() > 0);
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE(env.budget.used() == 0);
+  std::string got = ReadAll(*env.Open(), model.size());
+  REQUIRE(got.size() == model.size());
+  REQUIRE(got == model);
+}
+
+}  // namespace
+}  // namespace kelp::mount
+
+namespace kelp::mount {
+namespace {
+
+TEST_CASE("a writer that never closes still gets its uploaded chunks committed") {
+  Env env(4096, 1 << 20, 0);
+  auto f = env.Open();
+  for (int i = 0; i < 200; ++i) REQUIRE(f->Write(static_cast<uint64_t>(i) * 4096, std::string(4096, 'w')).ok());
+  for (int i = 0; i < 200 && env.filer.commits == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(env.filer.commits > 0);
+  auto a = env.filer.GetAttr(env.attr.ino());
+  REQUIRE(a->size() >= FileData::kBackgroundCommitChunks * 4096);
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE(ReadAll(*env.Open(), 200 * 4096) == std::string(200 * 4096, 'w'));
+}
+
+}  // namespace
+}  // namespace kelp::mount

@@ -1,0 +1,232 @@
+#include "mount/core/filesystem.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "mount/core/event_subscriber.h"
+#include "shared/log.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::mount {
+
+Filesystem::Filesystem(MetaClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options)
+    : meta_(meta),
+      blobs_(blobs),
+      opts_(std::move(options)),
+      cache_(opts_.attr_ttl, opts_.entry_ttl),
+      budget_(opts_.write_buffer),
+      session_(meta) {
+  upload_pool_ = std::make_unique<ThreadPool>("kelp-upload", opts_.concurrent_writers, opts_.concurrent_writers * 2);
+  prefetch_pool_ = std::make_unique<ThreadPool>("kelp-prefetch", 4, 64);
+  ChunkFetcher::Options fo;
+  fo.window = opts_.read_ahead;
+  fetcher_ = std::make_unique<ChunkFetcher>(blobs_, cache, prefetch_pool_.get(), fo);
+  file_ctx_.meta = meta_;
+  file_ctx_.blobs = blobs_;
+  file_ctx_.fetcher = fetcher_.get();
+  file_ctx_.budget = &budget_;
+  file_ctx_.uploads = upload_pool_.get();
+  file_ctx_.chunk_size = opts_.chunk_size;
+  file_ctx_.sync_uploads = opts_.sync_uploads;
+  file_ctx_.max_inline = opts_.max_inline;
+  file_ctx_.on_attr = [this](const Attr& a) {
+    cache_.PutAttr(a);
+    inodes_.SetCachedVersion(a.ino(), a.version());
+  };
+  budget_.SetPressureCallback([this] { OnWritePressure(); });
+}
+
+Filesystem::~Filesystem() { Stop(); }
+
+absl::Status Filesystem::Start() {
+  uint64_t ino = 1;
+  std::string_view path = opts_.filer_path;
+  size_t pos = 0;
+  while (pos < path.size()) {
+    size_t next = path.find('/', pos);
+    if (next == std::string_view::npos) next = path.size();
+    std::string_view comp = path.substr(pos, next - pos);
+    pos = next + 1;
+    if (comp.empty() || comp == ".") continue;
+    auto a = meta_->Lookup(ino, comp);
+    if (!a.ok()) {
+      return absl::Status(a.status().code(),
+                          kelp::StrCat("-filer.path ", opts_.filer_path, ": ", a.status().message()));
+    }
+    if (!S_ISDIR(a->mode())) return PosixError(ENOTDIR, kelp::StrCat("-filer.path ", opts_.filer_path, " is not a directory"));
+    ino = a->ino();
+  }
+  auto root = meta_->GetAttr(ino);
+  if (!root.ok()) {
+    return absl::Status(root.status().code(), kelp::StrCat("cannot read the filer's root: ", root.status().ToString(),
+                                                           root.status().code() == absl::StatusCode::kUnimplemented
+                                                               ? " (this filer does not serve the Filer API)"
+                                                               : ""));
+  }
+  root_ = ino;
+  if (absl::Status s = session_.Start(opts_.client_name); !s.ok()) {
+    return absl::Status(s.code(), kelp::StrCat("cannot open a filer session: ", s.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+void Filesystem::StartEvents(KernelNotifier* notifier) {
+  if (!opts_.subscribe || subscriber_) return;
+  subscriber_ = std::make_unique<EventSubscriber>(meta_, this, notifier, opts_.filer_path);
+  subscriber_->Start();
+}
+
+absl::Status Filesystem::FlushAll() {
+  absl::Status first;
+  for (const auto& f : inodes_.OpenFiles()) {
+    absl::Status s = f->Flush(false);
+    if (!s.ok()) {
+      spdlog::error("flush of inode {} failed: {}", f->ino(), s);
+      if (first.ok()) first = s;
+    }
+  }
+  return first;
+}
+
+void Filesystem::Stop() {
+  if (stopped_.exchange(true)) return;
+  FlushAll().IgnoreError();
+  if (subscriber_) subscriber_->Stop();
+  upload_pool_->Stop();
+  prefetch_pool_->Stop();
+  session_.Stop();
+}
+
+absl::Status Filesystem::CheckWritable() const {
+  if (opts_.read_only) return PosixError(EROFS, "mounted read-only");
+  return absl::OkStatus();
+}
+
+Attr Filesystem::Overlay(Attr a) {
+  if (auto f = inodes_.File(a.ino())) f->OverlayAttr(&a);
+  return a;
+}
+
+void Filesystem::Remember(const Attr& a) { cache_.PutAttr(a); }
+
+void Filesystem::NoteOwnEntry(uint64_t parent, std::string_view name) {
+  std::lock_guard lock(own_mu_);
+  auto now = std::chrono::steady_clock::now();
+  if (own_entries_.size() > 10000) {
+    for (auto it = own_entries_.begin(); it != own_entries_.end();) {
+      it = now - it->second > std::chrono::seconds(10) ? own_entries_.erase(it) : std::next(it);
+    }
+  }
+  own_entries_[{parent, std::string(name)}] = now;
+}
+
+bool Filesystem::TakeOwnEntry(uint64_t parent, std::string_view name) {
+  std::lock_guard lock(own_mu_);
+  auto it = own_entries_.find({parent, std::string(name)});
+  if (it == own_entries_.end()) return false;
+  bool fresh = std::chrono::steady_clock::now() - it->second < std::chrono::seconds(10);
+  own_entries_.erase(it);
+  return fresh;
+}
+
+void Filesystem::OnWritePressure() {
+  // One writer at a time pushes the files with the most dirty bytes to the uploaders.
+  if (pressure_running_.exchange(true)) return;
+  auto files = inodes_.OpenFiles();
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a->dirty_bytes() > b->dirty_bytes(); });
+  uint64_t target = budget_.capacity() / 4, pushed = 0;
+  for (const auto& f : files) {
+    uint64_t d = f->dirty_bytes();
+    if (d == 0) break;
+    f->UploadDirty();
+    pushed += d;
+    if (pushed >= target) break;
+  }
+  pressure_running_ = false;
+}
+
+std::shared_ptr<Filesystem::FileHandle> Filesystem::Handle(uint64_t fh) {
+  std::lock_guard lock(handles_mu_);
+  auto it = handles_.find(fh);
+  return it == handles_.end() ? nullptr : it->second;
+}
+
+uint64_t Filesystem::AddHandle(std::shared_ptr<FileHandle> h) {
+  std::lock_guard lock(handles_mu_);
+  uint64_t id = next_handle_++;
+  handles_.emplace(id, std::move(h));
+  return id;
+}
+
+// ---- Events ----
+
+void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
+  // Returns true when the entry change was this mount's own (the kernel already knows).
+  auto inval_entry = [&](uint64_t parent, const std::string& name) {
+    cache_.DropEntry(parent, name);
+    if (TakeOwnEntry(parent, name)) return true;
+    if (n) n->InvalidateEntry(parent, name);
+    return false;
+  };
+  auto inval_attr = [&](uint64_t ino, bool data) {
+    if (ino == 0) return;
+    auto f = inodes_.File(ino);
+    bool own = false;
+    if (ev.has_attr() && ev.attr().ino() == ino) {
+      auto cached = cache_.GetAttr(ino);
+      own = cached && cached->version() >= ev.attr().version();
+      if (data && f && f->IsOwnVersion(ev.attr().version())) own = true;
+    }
+    if (own) return;  // this mount made (or already saw) that change
+    cache_.DropAttr(ino);
+    if (data && f) f->MarkStale();
+    if (n) n->InvalidateInode(ino, data);
+  };
+  // An entry change implies its directories' times (and nlink) changed; when the change was
+  // ours the kernel already dropped those attributes itself.
+  switch (ev.kind()) {
+    case filer::EVENT_CREATE:
+      if (!inval_entry(ev.parent(), ev.name())) inval_attr(ev.parent(), false);
+      break;
+    case filer::EVENT_DELETE:
+      if (!inval_entry(ev.parent(), ev.name())) {
+        inval_attr(ev.parent(), false);
+        inval_attr(ev.ino(), false);
+      }
+      break;
+    case filer::EVENT_RENAME: {
+      bool own = inval_entry(ev.parent(), ev.name());
+      own = inval_entry(ev.new_parent(), ev.new_name()) && own;
+      if (!own) {
+        inval_attr(ev.parent(), false);
+        if (ev.new_parent() != ev.parent()) inval_attr(ev.new_parent(), false);
+      }
+      break;
+    }
+    case filer::EVENT_ATTR:
+      inval_attr(ev.ino(), false);
+      break;
+    case filer::EVENT_DATA:
+      inval_attr(ev.ino(), true);
+      break;
+    case filer::EVENT_XATTR:
+      cache_.DropXattrs(ev.ino());
+      break;
+    default:
+      break;
+  }
+}
+
+void Filesystem::OnReset(KernelNotifier* n) {
+  cache_.Clear();
+  for (uint64_t ino : inodes_.KnownInodes()) {
+    if (auto f = inodes_.File(ino); f && !f->HasLocalChanges()) f->MarkStale();
+    if (n) n->InvalidateInode(ino, true);
+  }
+}
+
+}  // namespace kelp::mount

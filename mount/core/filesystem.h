@@ -1,0 +1,209 @@
+// Filesystem: the mount's core, in filer inode numbers and absl::Status, with no FUSE types.
+// The FUSE adapter (mount/fuse/) turns each request into one call here and the result into one
+// reply. It owns the caches (MetaCache), the inode table, open file and directory handles, the
+// write path (FileData, WriteBudget, upload pool), the read path (ChunkFetcher), the filer
+// session and the event subscriber.
+//
+// Threads: Start/Stop from the owner (main) thread; every other method from any FUSE worker
+// thread concurrently. Filesystem-wide state sits in the component objects, each with its own
+// lock; no lock is held across an RPC. Lock order where two are nested: DirHandle::mu before
+// nothing else; FileData::mu_ and the component mutexes are leaves.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "mount/client/blob_store.h"
+#include "mount/client/meta_client.h"
+#include "mount/core/chunk_fetcher.h"
+#include "mount/core/file_data.h"
+#include "mount/core/filer_session.h"
+#include "mount/core/inode_table.h"
+#include "mount/core/meta_cache.h"
+#include "mount/core/write_budget.h"
+#include "shared/thread_pool.h"
+
+namespace kelp::mount {
+
+class EventSubscriber;
+
+// Tells the kernel to forget what it cached. Implemented by the FUSE adapter with
+// fuse_lowlevel_notify_inval_*; called only from the event subscriber thread, holding no lock.
+class KernelNotifier {
+ public:
+  virtual ~KernelNotifier() = default;
+  // data: drop cached pages too, not only attributes.
+  virtual void InvalidateInode(uint64_t ino, bool data) = 0;
+  virtual void InvalidateEntry(uint64_t parent, std::string_view name) = 0;
+};
+
+struct FsOptions {
+  std::string filer_path = "/";
+  std::chrono::nanoseconds attr_ttl = std::chrono::seconds(1);
+  std::chrono::nanoseconds entry_ttl = std::chrono::seconds(1);
+  uint32_t umask = 0;  // cleared from new files' modes on top of the caller's umask
+  bool read_only = false;
+  uint64_t chunk_size = 4 << 20;
+  uint64_t write_buffer = 256 << 20;
+  int concurrent_writers = 8;
+  uint64_t read_ahead = 4 << 20;
+  uint32_t max_inline = 4096;
+  bool sync_uploads = true;
+  bool subscribe = true;  // run the event subscriber
+  std::string client_name = "kelp mount";
+};
+
+// The caller of a request (from fuse_req_ctx).
+struct Caller {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t umask = 0;
+};
+
+struct OpenResult {
+  uint64_t fh = 0;
+  bool keep_cache = false;
+  Attr attr;
+};
+
+class Filesystem {
+ public:
+  // meta and blobs must outlive this; cache may be null.
+  Filesystem(MetaClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options);
+  ~Filesystem();
+  Filesystem(const Filesystem&) = delete;
+  Filesystem& operator=(const Filesystem&) = delete;
+
+  // Resolves filer_path to the root inode and opens the filer session.
+  absl::Status Start();
+  // Starts the event subscriber (kernel notifications go to notifier, may be null).
+  void StartEvents(KernelNotifier* notifier);
+  // Uploads and commits every file's dirty data. Returns the first error.
+  absl::Status FlushAll();
+  // FlushAll, stop the subscriber and the upload pool, close the session. Idempotent.
+  void Stop();
+
+  uint64_t root() const { return root_; }
+  // Bytes written and not yet uploaded (held against -writeBufferSizeMB).
+  uint64_t dirty_bytes() const { return budget_.used(); }
+  MetaCache& meta_cache() { return cache_; }
+  InodeTable& inodes() { return inodes_; }
+
+  // ---- Names and attributes (fs_namespace.cc) ----
+  // Lookup, MakeNode, Symlink, Link and Create count one kernel lookup on success.
+  absl::StatusOr<Attr> Lookup(uint64_t parent, std::string_view name);
+  void NoteLookup(uint64_t ino) { inodes_.AddLookup(ino); }
+  void Forget(uint64_t ino, uint64_t n) { inodes_.Forget(ino, n); }
+  absl::StatusOr<Attr> GetAttr(uint64_t ino);
+  // req.ino is ignored; ino is used. A size change flushes the file first.
+  absl::StatusOr<Attr> SetAttr(uint64_t ino, filer::SetAttrRequest req);
+  absl::StatusOr<std::string> ReadLink(uint64_t ino);
+  // mode carries the S_IFMT bits (S_IFDIR for mkdir).
+  absl::StatusOr<Attr> MakeNode(uint64_t parent, std::string_view name, uint32_t mode, uint64_t rdev,
+                                const Caller& caller);
+  absl::StatusOr<Attr> Symlink(uint64_t parent, std::string_view name, std::string_view target, const Caller& caller);
+  absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name);
+  absl::Status Unlink(uint64_t parent, std::string_view name);
+  absl::Status Rmdir(uint64_t parent, std::string_view name);
+  absl::Status Rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
+                      uint32_t flags);
+  absl::StatusOr<std::string> GetXattr(uint64_t ino, std::string_view name);
+  absl::Status SetXattr(uint64_t ino, std::string_view name, std::string_view value, uint32_t flags);
+  absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino);
+  absl::Status RemoveXattr(uint64_t ino, std::string_view name);
+  absl::StatusOr<filer::StatFsResponse> StatFs();
+
+  // ---- Files (fs_files.cc) ----
+  absl::StatusOr<OpenResult> Open(uint64_t ino, int flags);
+  absl::StatusOr<OpenResult> Create(uint64_t parent, std::string_view name, uint32_t mode, int flags,
+                                    const Caller& caller);
+  absl::StatusOr<size_t> Read(uint64_t fh, uint64_t offset, size_t len, char* dst);
+  absl::Status Write(uint64_t fh, uint64_t offset, std::string_view data);
+  absl::Status Flush(uint64_t fh);
+  absl::Status Fsync(uint64_t fh, bool datasync);
+  absl::Status Release(uint64_t fh);
+
+  // ---- Directories (fs_dirs.cc) ----
+  absl::StatusOr<uint64_t> OpenDir(uint64_t ino);
+  // Entry handed to a ReadDir callback. next_offset is the offset to resume after it.
+  struct DirItem {
+    std::string name;
+    uint64_t ino = 0;
+    uint32_t type = 0;  // S_IFMT bits
+    uint64_t next_offset = 0;
+    const Attr* attr = nullptr;  // with plus, except for "." and ".."
+  };
+  // Lists entries after offset (0 = from the start: ".", "..", then the filer's entries),
+  // calling fn until it returns false (buffer full) or the directory ends.
+  absl::Status ReadDir(uint64_t dh, uint64_t offset, bool plus, const std::function<bool(const DirItem&)>& fn);
+  void ReleaseDir(uint64_t dh);
+
+  // ---- Events (event_subscriber.cc calls these) ----
+  void OnEvent(const filer::Event& ev, KernelNotifier* notifier);
+  void OnReset(KernelNotifier* notifier);
+
+ private:
+  struct FileHandle {
+    uint64_t ino = 0;
+    std::shared_ptr<FileData> file;
+    int flags = 0;
+    std::mutex mu;  // guards the read pattern below
+    uint64_t last_end = 0;
+    int sequential_run = 0;
+  };
+  struct DirHandle;
+
+  std::shared_ptr<FileHandle> Handle(uint64_t fh);
+  uint64_t AddHandle(std::shared_ptr<FileHandle> h);
+  // Attributes as this mount sees them: the filer's plus unflushed writes.
+  Attr Overlay(Attr a);
+  void Remember(const Attr& a);  // caches attrs and tells an open FileData
+  // Records a change this mount made to a name, so its own event does not invalidate the
+  // kernel's fresh entry.
+  void NoteOwnEntry(uint64_t parent, std::string_view name);
+  bool TakeOwnEntry(uint64_t parent, std::string_view name);
+  void OnWritePressure();
+  absl::Status CheckWritable() const;
+  // (mode, gid) of a directory, for set-group-ID inheritance.
+  std::optional<std::pair<uint32_t, uint32_t>> ParentModeGid(uint64_t parent);
+
+  MetaClient* const meta_;
+  BlobStore* const blobs_;
+  const FsOptions opts_;
+  uint64_t root_ = 1;
+
+  MetaCache cache_;
+  InodeTable inodes_;
+  WriteBudget budget_;
+  std::unique_ptr<ThreadPool> upload_pool_;
+  std::unique_ptr<ThreadPool> prefetch_pool_;
+  std::unique_ptr<ChunkFetcher> fetcher_;
+  FileContext file_ctx_;
+  FilerSession session_;
+  std::unique_ptr<EventSubscriber> subscriber_;
+  std::atomic<bool> stopped_{false};
+  std::atomic<bool> pressure_running_{false};
+
+  std::mutex handles_mu_;
+  uint64_t next_handle_ ABSL_GUARDED_BY(handles_mu_) = 1;
+  std::map<uint64_t, std::shared_ptr<FileHandle>> handles_ ABSL_GUARDED_BY(handles_mu_);
+  std::map<uint64_t, std::shared_ptr<DirHandle>> dirs_ ABSL_GUARDED_BY(handles_mu_);
+
+  std::mutex own_mu_;
+  // (parent, name) -> when this mount changed it; entries older than a few seconds are stale.
+  std::map<std::pair<uint64_t, std::string>, std::chrono::steady_clock::time_point> own_entries_
+      ABSL_GUARDED_BY(own_mu_);
+};
+
+}  // namespace kelp::mount

@@ -1,0 +1,234 @@
+#include "mount/core/filesystem.h"
+
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "mount/testing/fake_blob_store.h"
+#include "mount/testing/fake_filer.h"
+#include "shared/status.h"
+
+namespace kelp::mount {
+namespace {
+
+struct FsEnv {
+  FakeFiler filer;
+  FakeBlobStore blobs;
+  std::unique_ptr<Filesystem> fs;
+  explicit FsEnv(FsOptions o = {}) {
+    o.subscribe = false;
+    fs = std::make_unique<Filesystem>(&filer, &blobs, nullptr, o);
+    REQUIRE(fs->Start().ok());
+  }
+};
+
+std::string ReadFh(Filesystem& fs, uint64_t fh, size_t n) {
+  std::string out(n, '\0');
+  auto r = fs.Read(fh, 0, n, out.data());
+  REQUIRE(r.ok());
+  out.resize(*r);
+  return out;
+}
+
+TEST_CASE("create, write, close, reopen and read back") {
+  FsEnv e;
+  Caller c{1000, 1000, 022};
+  auto r = e.fs->Create(e.fs->root(), "a", 0644, O_CREAT | O_WRONLY, c);
+  REQUIRE(r.ok());
+  REQUIRE(r->attr.uid() == 1000);
+  REQUIRE(e.fs->Write(r->fh, 0, "hello").ok());
+  auto st = e.fs->GetAttr(r->attr.ino());
+  REQUIRE(st->size() == 5);  // unflushed writes show in the size
+  REQUIRE(e.fs->Flush(r->fh).ok());
+  REQUIRE(e.fs->Release(r->fh).ok());
+  auto a = e.fs->Lookup(e.fs->root(), "a");
+  REQUIRE(a.ok());
+  auto o = e.fs->Open(a->ino(), O_RDONLY);
+  REQUIRE(o.ok());
+  REQUIRE(ReadFh(*e.fs, o->fh, 100) == "hello");
+  REQUIRE(e.fs->Release(o->fh).ok());
+  REQUIRE(ErrnoOf(e.fs->Create(e.fs->root(), "a", 0644, O_CREAT | O_EXCL, c).status()) == EEXIST);
+}
+
+TEST_CASE("an unlinked open file stays readable until it is closed") {
+  FsEnv e;
+  Caller c;
+  auto r = e.fs->Create(e.fs->root(), "f", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE(e.fs->Write(r->fh, 0, std::string(10000, 'z')).ok());
+  REQUIRE(e.fs->Flush(r->fh).ok());
+  uint64_t ino = r->attr.ino();
+  REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+  REQUIRE(ErrnoOf(e.fs->Lookup(e.fs->root(), "f").status()) == ENOENT);
+  REQUIRE(e.filer.HasInode(ino));
+  REQUIRE(ReadFh(*e.fs, r->fh, 20000) == std::string(10000, 'z'));
+  REQUIRE(e.fs->Release(r->fh).ok());
+  REQUIRE_FALSE(e.filer.HasInode(ino));
+}
+
+TEST_CASE("rename over an open file keeps the old data readable through its handle") {
+  FsEnv e;
+  Caller c;
+  auto a = e.fs->Create(e.fs->root(), "a", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE(e.fs->Write(a->fh, 0, "old").ok());
+  REQUIRE(e.fs->Flush(a->fh).ok());
+  auto b = e.fs->Create(e.fs->root(), "b", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE(e.fs->Write(b->fh, 0, "new!").ok());
+  REQUIRE(e.fs->Release(b->fh).ok());
+  REQUIRE(e.fs->Rename(e.fs->root(), "b", e.fs->root(), "a", 0).ok());
+  REQUIRE(ReadFh(*e.fs, a->fh, 10) == "old");
+  auto l = e.fs->Lookup(e.fs->root(), "a");
+  auto o = e.fs->Open(l->ino(), O_RDONLY);
+  REQUIRE(ReadFh(*e.fs, o->fh, 10) == "new!");
+  REQUIRE(e.fs->Release(o->fh).ok());
+  REQUIRE(e.fs->Release(a->fh).ok());
+}
+
+TEST_CASE("negative lookups are cached; own changes update the cache") {
+  FsOptions o;
+  o.entry_ttl = std::chrono::seconds(60);
+  FsEnv e(o);
+  REQUIRE(ErrnoOf(e.fs->Lookup(e.fs->root(), "x").status()) == ENOENT);
+  size_t calls = e.filer.calls;
+  REQUIRE(ErrnoOf(e.fs->Lookup(e.fs->root(), "x").status()) == ENOENT);
+  REQUIRE(e.filer.calls == calls);  // served from the cache
+  Caller c;
+  REQUIRE(e.fs->MakeNode(e.fs->root(), "x", S_IFDIR | 0755, 0, c).ok());
+  REQUIRE(e.fs->Lookup(e.fs->root(), "x").ok());
+}
+
+TEST_CASE("readdir streams in batches with stable offsets") {
+  FsEnv e;
+  Caller c;
+  const int n = 1500;
+  for (int i = 0; i < n; ++i) REQUIRE(e.fs->MakeNode(e.fs->root(), "f" + std::to_string(i), S_IFREG | 0644, 0, c).ok());
+  auto dh = e.fs->OpenDir(e.fs->root());
+  REQUIRE(dh.ok());
+  std::set<std::string> seen;
+  uint64_t off = 0;
+  // Read 7 entries per call, as a small kernel buffer would.
+  while (true) {
+    int got = 0;
+    uint64_t next = off;
+    REQUIRE(e.fs->ReadDir(*dh, off, false, [&](const Filesystem::DirItem& it) {
+      if (got == 7) return false;
+      REQUIRE(seen.insert(it.name).second);
+      next = it.next_offset;
+      ++got;
+      return true;
+    }).ok());
+    if (got == 0) break;
+    off = next;
+  }
+  REQUIRE(seen.size() == n + 2);
+  REQUIRE(seen.count("."));
+  REQUIRE(seen.count(".."));
+  // Resuming from a remembered offset (telldir/seekdir) continues after that entry.
+  std::vector<std::string> first;
+  uint64_t after3 = 0;
+  REQUIRE(e.fs->ReadDir(*dh, 0, true, [&](const Filesystem::DirItem& it) {
+    first.push_back(it.name);
+    if (first.size() == 5) after3 = it.next_offset;
+    return first.size() < 10;
+  }).ok());
+  std::string sixth;
+  REQUIRE(e.fs->ReadDir(*dh, after3, false, [&](const Filesystem::DirItem& it) {
+    sixth = it.name;
+    return false;
+  }).ok());
+  REQUIRE(sixth == first[5]);
+  e.fs->ReleaseDir(*dh);
+}
+
+TEST_CASE("truncate flushes first, so dirty data past the new size does not come back") {
+  FsEnv e;
+  Caller c;
+  auto r = e.fs->Create(e.fs->root(), "t", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE(e.fs->Write(r->fh, 0, std::string(10000, 'q')).ok());
+  filer::SetAttrRequest req;
+  req.set_valid(filer::SET_ATTR_SIZE);
+  req.set_size(100);
+  auto a = e.fs->SetAttr(r->attr.ino(), req);
+  REQUIRE(a.ok());
+  REQUIRE(a->size() == 100);
+  REQUIRE(e.fs->Flush(r->fh).ok());
+  REQUIRE(ReadFh(*e.fs, r->fh, 20000) == std::string(100, 'q'));
+  REQUIRE(e.fs->Release(r->fh).ok());
+}
+
+}  // namespace
+}  // namespace kelp::mount
+
+namespace kelp::mount {
+namespace {
+
+struct RecordingNotifier : KernelNotifier {
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, bool>> inodes;
+  std::vector<std::pair<uint64_t, std::string>> entries;
+  void InvalidateInode(uint64_t ino, bool data) override {
+    std::lock_guard l(mu);
+    inodes.emplace_back(ino, data);
+  }
+  void InvalidateEntry(uint64_t parent, std::string_view name) override {
+    std::lock_guard l(mu);
+    entries.emplace_back(parent, std::string(name));
+  }
+  bool HasEntry(const std::string& name) {
+    std::lock_guard l(mu);
+    for (auto& e : entries)
+      if (e.second == name) return true;
+    return false;
+  }
+  bool HasData(uint64_t ino) {
+    std::lock_guard l(mu);
+    for (auto& i : inodes)
+      if (i.first == ino && i.second) return true;
+    return false;
+  }
+};
+
+template <typename F>
+bool Eventually(F f) {
+  for (int i = 0; i < 200; ++i) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST_CASE("a change through one mount invalidates the other mount's kernel caches, not its own") {
+  FakeFiler filer;
+  FakeBlobStore blobs;
+  FsOptions o;
+  o.subscribe = true;
+  Filesystem one(&filer, &blobs, nullptr, o), two(&filer, &blobs, nullptr, o);
+  REQUIRE(one.Start().ok());
+  REQUIRE(two.Start().ok());
+  RecordingNotifier n1, n2;
+  one.StartEvents(&n1);
+  two.StartEvents(&n2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // subscriptions start "from now"
+  // Mount two cached "no such name" for it.
+  REQUIRE(ErrnoOf(two.Lookup(two.root(), "news").status()) == ENOENT);
+  Caller c;
+  auto r = one.Create(one.root(), "news", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE(r.ok());
+  REQUIRE(Eventually([&] { return n2.HasEntry("news"); }));
+  REQUIRE(two.Lookup(two.root(), "news").ok());  // its negative entry was dropped
+  REQUIRE(one.Write(r->fh, 0, "data").ok());
+  REQUIRE(one.Flush(r->fh).ok());
+  REQUIRE(Eventually([&] { return n2.HasData(r->attr.ino()); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE_FALSE(n1.HasEntry("news"));
+  REQUIRE_FALSE(n1.HasData(r->attr.ino()));
+  REQUIRE(one.Release(r->fh).ok());
+  one.Stop();
+  two.Stop();
+}
+
+}  // namespace
+}  // namespace kelp::mount

@@ -1,0 +1,104 @@
+// Filesystem: directory handles and streamed listings.
+#include <sys/stat.h>
+
+#include <deque>
+
+#include "mount/core/filesystem.h"
+#include "shared/status.h"
+
+namespace kelp::mount {
+
+// An open directory. Listing is streamed from the filer in batches of kBatch entries, so a
+// directory of any size costs constant memory; offsets are the filer's stable cookies + 2
+// (1 and 2 are "." and ".."), so a listing resumes exactly where it stopped, also after
+// seekdir/telldir.
+struct Filesystem::DirHandle {
+  static constexpr uint32_t kBatch = 512;
+  uint64_t ino = 0;
+  uint64_t parent = 0;
+  // mu serialises the listing of this handle (the kernel already does); held across the
+  // ReadDir RPC of this handle only, never with another lock.
+  std::mutex mu;
+  std::deque<filer::DirEntry> buf;
+  uint64_t buf_after = 0;  // buf holds the entries following this cookie
+  bool buf_plus = false;
+  bool eof = false;
+  bool valid = false;
+};
+
+absl::StatusOr<uint64_t> Filesystem::OpenDir(uint64_t ino) {
+  ASSIGN_OR_RETURN(Attr a, GetAttr(ino));
+  if (!S_ISDIR(a.mode())) return PosixError(ENOTDIR, "not a directory");
+  auto d = std::make_shared<DirHandle>();
+  d->ino = ino;
+  d->parent = ino == root_ ? ino : a.parent();
+  std::lock_guard lock(handles_mu_);
+  uint64_t id = next_handle_++;
+  dirs_.emplace(id, std::move(d));
+  return id;
+}
+
+void Filesystem::ReleaseDir(uint64_t dh) {
+  std::lock_guard lock(handles_mu_);
+  dirs_.erase(dh);
+}
+
+absl::Status Filesystem::ReadDir(uint64_t dh, uint64_t offset, bool plus,
+                                 const std::function<bool(const DirItem&)>& fn) {
+  std::shared_ptr<DirHandle> d;
+  {
+    std::lock_guard lock(handles_mu_);
+    auto it = dirs_.find(dh);
+    if (it == dirs_.end()) return PosixError(EBADF, "no such directory handle");
+    d = it->second;
+  }
+  std::lock_guard lock(d->mu);
+  if (offset == 0) {
+    DirItem dot{".", d->ino, S_IFDIR, 1, nullptr};
+    if (!fn(dot)) return absl::OkStatus();
+    offset = 1;
+  }
+  if (offset == 1) {
+    DirItem dotdot{"..", d->parent, S_IFDIR, 2, nullptr};
+    if (!fn(dotdot)) return absl::OkStatus();
+    offset = 2;
+  }
+  uint64_t cookie = offset - 2;
+  if (!d->valid || d->buf_after != cookie || d->buf_plus != plus) {
+    d->buf.clear();
+    d->buf_after = cookie;
+    d->buf_plus = plus;
+    d->eof = false;
+    d->valid = true;
+  }
+  while (true) {
+    if (d->buf.empty()) {
+      if (d->eof) return absl::OkStatus();
+      uint32_t got = 0;
+      absl::Status s = meta_->ReadDir(d->ino, d->buf_after, DirHandle::kBatch, plus, [&](filer::DirEntry&& e) {
+        d->buf.push_back(std::move(e));
+        ++got;
+        return true;
+      });
+      if (!s.ok()) {
+        d->valid = false;
+        return s;
+      }
+      if (got < DirHandle::kBatch) d->eof = true;
+      if (d->buf.empty()) return absl::OkStatus();
+    }
+    filer::DirEntry& e = d->buf.front();
+    if (plus && e.has_attr()) {
+      Remember(e.attr());
+      cache_.PutEntry(d->ino, e.name(), e.ino());
+    }
+    Attr overlaid;
+    if (plus && e.has_attr()) overlaid = Overlay(e.attr());
+    DirItem item{e.name(), e.ino(), e.type(), e.cookie() + 2, plus && e.has_attr() ? &overlaid : nullptr};
+    if (!fn(item)) return absl::OkStatus();
+    d->buf_after = e.cookie();
+    d->buf.pop_front();
+  }
+}
+
+}  // namespace kelp::mount

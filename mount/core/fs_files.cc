@@ -1,0 +1,156 @@
+// Filesystem: open files (open, create, read, write, flush, fsync, release).
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "mount/core/filesystem.h"
+#include "shared/log.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::mount {
+namespace {
+
+bool WantsWrite(int flags) { return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC); }
+
+}  // namespace
+
+absl::StatusOr<OpenResult> Filesystem::Open(uint64_t ino, int flags) {
+  if (WantsWrite(flags)) RETURN_IF_ERROR(CheckWritable());
+  // Close-to-open: every open asks the filer, so a file closed by another mount is seen fresh.
+  ASSIGN_OR_RETURN(Attr attr, meta_->GetAttr(ino));
+  Remember(attr);
+  if (S_ISDIR(attr.mode())) return PosixError(EISDIR, "is a directory");
+  bool first = false;
+  std::shared_ptr<FileData> f = inodes_.OpenFile(&file_ctx_, attr, &first);
+  bool changed = !first && f->Revalidate(attr);
+  if (absl::Status s = session_.Open(ino); !s.ok()) {
+    inodes_.CloseFile(ino);
+    return s;
+  }
+  bool same_version = inodes_.SetCachedVersion(ino, attr.version());
+  auto h = std::make_shared<FileHandle>();
+  h->ino = ino;
+  h->file = f;
+  h->flags = flags;
+  OpenResult r;
+  r.fh = AddHandle(std::move(h));
+  r.keep_cache = same_version && !changed;
+  r.attr = Overlay(attr);
+  return r;
+}
+
+absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view name, uint32_t mode, int flags,
+                                              const Caller& caller) {
+  RETURN_IF_ERROR(CheckWritable());
+  if (name.size() > 255) return PosixError(ENAMETOOLONG, "name too long");
+  filer::CreateRequest req;
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_mode(S_IFREG | (mode & 07777 & ~opts_.umask));
+  req.set_uid(caller.uid);
+  req.set_gid(caller.gid);
+  if (auto p = ParentModeGid(parent); p && (p->first & S_ISGID)) req.set_gid(p->second);
+  req.set_exclusive((flags & O_EXCL) != 0);
+  req.set_session(session_.id());
+  req.set_open_handle(true);
+  NoteOwnEntry(parent, name);  // before the RPC: its event may arrive before the reply
+  auto created = meta_->Create(req);
+  if (created.status().code() == absl::StatusCode::kNotFound && session_.Reattach().ok()) {
+    created = meta_->Create(req);  // the filer had lost our session ("unknown session")
+  }
+  if (!created.ok()) {
+    TakeOwnEntry(parent, name);
+    return created.status();
+  }
+  Attr attr = *created;
+  if (S_ISDIR(attr.mode())) return PosixError(EISDIR, "is a directory");
+  // The filer counts the file as open by our session already.
+  session_.Open(attr.ino(), /*already_open=*/true).IgnoreError();
+  cache_.PutEntry(parent, name, attr.ino());
+  cache_.DropAttr(parent);
+  bool first = false;
+  std::shared_ptr<FileData> f = inodes_.OpenFile(&file_ctx_, attr, &first);
+  if (!first) f->Revalidate(attr);
+  if ((flags & O_TRUNC) && attr.size() > 0) {
+    // An existing file (no O_EXCL) opened with O_TRUNC.
+    filer::SetAttrRequest t;
+    t.set_ino(attr.ino());
+    t.set_valid(filer::SET_ATTR_SIZE);
+    t.set_size(0);
+    auto ta = meta_->SetAttr(t);
+    if (!ta.ok()) {
+      if (inodes_.CloseFile(attr.ino())) session_.Release(attr.ino());
+      return ta.status();
+    }
+    attr = *ta;
+    f->Truncated(attr);
+  }
+  Remember(attr);
+  inodes_.SetCachedVersion(attr.ino(), attr.version());
+  inodes_.AddLookup(attr.ino());
+  auto h = std::make_shared<FileHandle>();
+  h->ino = attr.ino();
+  h->file = f;
+  h->flags = flags;
+  OpenResult r;
+  r.fh = AddHandle(std::move(h));
+  r.keep_cache = true;
+  r.attr = Overlay(attr);
+  return r;
+}
+
+absl::StatusOr<size_t> Filesystem::Read(uint64_t fh, uint64_t offset, size_t len, char* dst) {
+  auto h = Handle(fh);
+  if (!h) return PosixError(EBADF, "no such handle");
+  bool sequential;
+  {
+    std::lock_guard lock(h->mu);
+    // Kernel read-ahead sends several reads at once, so "sequential" tolerates a little
+    // reordering around the previous end.
+    constexpr uint64_t kSlack = 2 << 20;
+    bool near = offset + kSlack >= h->last_end && offset <= h->last_end + kSlack;
+    h->sequential_run = near && (offset > 0 || h->last_end > 0) ? h->sequential_run + 1 : (offset == 0 ? 1 : 0);
+    sequential = h->sequential_run >= 2;
+    h->last_end = std::max(h->last_end, offset + len);
+    if (!near) h->last_end = offset + len;
+  }
+  return h->file->Read(offset, len, dst, sequential);
+}
+
+absl::Status Filesystem::Write(uint64_t fh, uint64_t offset, std::string_view data) {
+  RETURN_IF_ERROR(CheckWritable());
+  auto h = Handle(fh);
+  if (!h) return PosixError(EBADF, "no such handle");
+  return h->file->Write(offset, data);
+}
+
+absl::Status Filesystem::Flush(uint64_t fh) {
+  auto h = Handle(fh);
+  if (!h) return PosixError(EBADF, "no such handle");
+  return h->file->Flush(false);
+}
+
+absl::Status Filesystem::Fsync(uint64_t fh, bool datasync) {
+  auto h = Handle(fh);
+  if (!h) return PosixError(EBADF, "no such handle");
+  (void)datasync;  // both make data and metadata durable: the size is metadata data needs
+  return h->file->Flush(true);
+}
+
+absl::Status Filesystem::Release(uint64_t fh) {
+  std::shared_ptr<FileHandle> h;
+  {
+    std::lock_guard lock(handles_mu_);
+    auto it = handles_.find(fh);
+    if (it == handles_.end()) return PosixError(EBADF, "no such handle");
+    h = std::move(it->second);
+    handles_.erase(it);
+  }
+  // Writes through a shared mapping can arrive after the last flush.
+  absl::Status s = h->file->HasLocalChanges() ? h->file->Flush(false) : absl::OkStatus();
+  if (!s.ok()) spdlog::error("release of inode {}: {}", h->ino, s);
+  if (inodes_.CloseFile(h->ino)) session_.Release(h->ino);
+  return s;
+}
+
+}  // namespace kelp::mount

@@ -1,0 +1,263 @@
+// Filesystem: names, attributes, xattrs, statfs.
+#include <sys/stat.h>
+
+#include "mount/core/filesystem.h"
+#include "shared/log.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::mount {
+namespace {
+
+constexpr size_t kMaxName = 255;
+
+absl::Status CheckName(std::string_view name) {
+  if (name.size() > kMaxName) return PosixError(ENAMETOOLONG, "name too long");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Attr> Filesystem::Lookup(uint64_t parent, std::string_view name) {
+  RETURN_IF_ERROR(CheckName(name));
+  if (auto e = cache_.GetEntry(parent, name)) {
+    if (*e == 0) return PosixError(ENOENT, "no such entry (cached)");
+    if (auto a = cache_.GetAttr(*e)) {
+      inodes_.AddLookup(a->ino());
+      return Overlay(*a);
+    }
+  }
+  auto a = meta_->Lookup(parent, name);
+  if (!a.ok()) {
+    if (ErrnoOf(a.status()) == ENOENT) cache_.PutEntry(parent, name, 0);
+    return a.status();
+  }
+  cache_.PutEntry(parent, name, a->ino());
+  Remember(*a);
+  inodes_.AddLookup(a->ino());
+  return Overlay(*a);
+}
+
+absl::StatusOr<Attr> Filesystem::GetAttr(uint64_t ino) {
+  if (auto a = cache_.GetAttr(ino)) return Overlay(*a);
+  ASSIGN_OR_RETURN(Attr a, meta_->GetAttr(ino));
+  Remember(a);
+  return Overlay(a);
+}
+
+absl::StatusOr<Attr> Filesystem::SetAttr(uint64_t ino, filer::SetAttrRequest req) {
+  RETURN_IF_ERROR(CheckWritable());
+  req.set_ino(ino);
+  auto f = inodes_.File(ino);
+  // Writes made before this call come first (a later commit must not undo a truncate or
+  // override an explicit mtime).
+  if (f && f->HasLocalChanges()) RETURN_IF_ERROR(f->Flush(false));
+  ASSIGN_OR_RETURN(Attr a, meta_->SetAttr(req));
+  if (f) {
+    if (req.valid() & filer::SET_ATTR_SIZE) {
+      f->Truncated(a);
+    } else {
+      f->NoteOwnAttrChange(a);
+    }
+  }
+  if (req.valid() & filer::SET_ATTR_SIZE) inodes_.SetCachedVersion(ino, a.version());
+  Remember(a);
+  return Overlay(a);
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> Filesystem::ParentModeGid(uint64_t parent) {
+  if (auto mg = cache_.DirModeGid(parent)) return mg;
+  auto a = GetAttr(parent);
+  if (!a.ok()) return std::nullopt;
+  return std::make_pair(a->mode(), a->gid());
+}
+
+absl::StatusOr<std::string> Filesystem::ReadLink(uint64_t ino) {
+  ASSIGN_OR_RETURN(Attr a, GetAttr(ino));
+  if (!S_ISLNK(a.mode())) return PosixError(EINVAL, "not a symlink");
+  return a.symlink_target();
+}
+
+absl::StatusOr<Attr> Filesystem::MakeNode(uint64_t parent, std::string_view name, uint32_t mode, uint64_t rdev,
+                                          const Caller& caller) {
+  RETURN_IF_ERROR(CheckWritable());
+  RETURN_IF_ERROR(CheckName(name));
+  filer::CreateRequest req;
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  uint32_t perm = mode & 07777 & ~opts_.umask;
+  req.set_uid(caller.uid);
+  req.set_gid(caller.gid);
+  // BSD group semantics under a set-group-ID directory, as Linux filesystems do.
+  if (auto p = ParentModeGid(parent); p && (p->first & S_ISGID)) {
+    req.set_gid(p->second);
+    if (S_ISDIR(mode)) perm |= S_ISGID;
+  }
+  req.set_mode((mode & S_IFMT) | perm);
+  req.set_rdev(rdev);
+  req.set_exclusive(true);
+  // Noted before the RPC: the filer's event can reach the subscriber before the reply here.
+  NoteOwnEntry(parent, name);
+  auto created = meta_->Create(req);
+  if (!created.ok()) {
+    TakeOwnEntry(parent, name);
+    return created.status();
+  }
+  Attr a = *created;
+  cache_.PutEntry(parent, name, a.ino());
+  cache_.DropAttr(parent);
+  Remember(a);
+  inodes_.AddLookup(a.ino());
+  return a;
+}
+
+absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name, std::string_view target,
+                                         const Caller& caller) {
+  RETURN_IF_ERROR(CheckWritable());
+  RETURN_IF_ERROR(CheckName(name));
+  if (target.size() > 4095) return PosixError(ENAMETOOLONG, "symlink target too long");
+  filer::SymlinkRequest req;
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_target(std::string(target));
+  req.set_uid(caller.uid);
+  req.set_gid(caller.gid);
+  if (auto p = ParentModeGid(parent); p && (p->first & S_ISGID)) req.set_gid(p->second);
+  NoteOwnEntry(parent, name);
+  auto made = meta_->Symlink(req);
+  if (!made.ok()) {
+    TakeOwnEntry(parent, name);
+    return made.status();
+  }
+  Attr a = *made;
+  cache_.PutEntry(parent, name, a.ino());
+  cache_.DropAttr(parent);
+  Remember(a);
+  inodes_.AddLookup(a.ino());
+  return a;
+}
+
+absl::StatusOr<Attr> Filesystem::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name) {
+  RETURN_IF_ERROR(CheckWritable());
+  RETURN_IF_ERROR(CheckName(new_name));
+  NoteOwnEntry(new_parent, new_name);
+  auto linked = meta_->Link(ino, new_parent, new_name);
+  if (!linked.ok()) {
+    TakeOwnEntry(new_parent, new_name);
+    return linked.status();
+  }
+  Attr a = *linked;
+  cache_.PutEntry(new_parent, new_name, a.ino());
+  cache_.DropAttr(new_parent);
+  Remember(a);
+  if (auto f = inodes_.File(ino)) f->NoteOwnAttrChange(a);
+  inodes_.AddLookup(a.ino());
+  return Overlay(a);
+}
+
+absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
+  RETURN_IF_ERROR(CheckWritable());
+  RETURN_IF_ERROR(CheckName(name));
+  NoteOwnEntry(parent, name);
+  auto a = meta_->Unlink(parent, name);
+  cache_.DropEntry(parent, name);
+  if (!a.ok()) {
+    TakeOwnEntry(parent, name);
+    return a.status();
+  }
+  cache_.PutEntry(parent, name, 0);
+  cache_.DropAttr(parent);
+  if (a->nlink() > 0) {
+    Remember(*a);
+  } else {
+    cache_.DropAttr(a->ino());
+  }
+  if (auto f = inodes_.File(a->ino())) f->NoteOwnAttrChange(*a);
+  return absl::OkStatus();
+}
+
+absl::Status Filesystem::Rmdir(uint64_t parent, std::string_view name) {
+  RETURN_IF_ERROR(CheckWritable());
+  RETURN_IF_ERROR(CheckName(name));
+  NoteOwnEntry(parent, name);
+  absl::Status s = meta_->Rmdir(parent, name);
+  cache_.DropEntry(parent, name);
+  if (!s.ok()) {
+    TakeOwnEntry(parent, name);
+    return s;
+  }
+  cache_.PutEntry(parent, name, 0);
+  cache_.DropAttr(parent);
+  return absl::OkStatus();
+}
+
+absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+                                std::string_view new_name, uint32_t flags) {
+  RETURN_IF_ERROR(CheckWritable());
+  RETURN_IF_ERROR(CheckName(name));
+  RETURN_IF_ERROR(CheckName(new_name));
+  filer::RenameRequest req;
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_new_parent(new_parent);
+  req.set_new_name(std::string(new_name));
+  req.set_flags(flags);
+  NoteOwnEntry(parent, name);
+  NoteOwnEntry(new_parent, new_name);
+  auto r = meta_->Rename(req);
+  cache_.DropEntry(parent, name);
+  cache_.DropEntry(new_parent, new_name);
+  if (!r.ok()) {
+    TakeOwnEntry(parent, name);
+    TakeOwnEntry(new_parent, new_name);
+    return r.status();
+  }
+  cache_.DropAttr(parent);
+  cache_.DropAttr(new_parent);
+  if (r->has_moved() && r->moved().ino() != 0) {
+    Remember(r->moved());
+    if (!(flags & 2 /* RENAME_EXCHANGE */)) {
+      cache_.PutEntry(new_parent, new_name, r->moved().ino());
+      cache_.PutEntry(parent, name, 0);
+    }
+    // A moved directory's ".." changed.
+    if (S_ISDIR(r->moved().mode())) cache_.DropEntry(r->moved().ino(), "..");
+  }
+  if (r->has_replaced() && r->replaced().ino() != 0) {
+    if (r->replaced().nlink() > 0) {
+      Remember(r->replaced());
+    } else {
+      cache_.DropAttr(r->replaced().ino());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Filesystem::GetXattr(uint64_t ino, std::string_view name) {
+  if (cache_.HasNoXattr(ino, name)) return PosixError(ENODATA, "no such attribute (cached)");
+  auto v = meta_->GetXattr(ino, name);
+  if (!v.ok() && ErrnoOf(v.status()) == ENODATA) cache_.PutNoXattr(ino, name);
+  return v;
+}
+
+absl::Status Filesystem::SetXattr(uint64_t ino, std::string_view name, std::string_view value, uint32_t flags) {
+  RETURN_IF_ERROR(CheckWritable());
+  absl::Status s = meta_->SetXattr(ino, name, value, flags);
+  cache_.DropAttr(ino);  // ctime
+  cache_.DropXattrs(ino);
+  return s;
+}
+
+absl::StatusOr<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) { return meta_->ListXattr(ino); }
+
+absl::Status Filesystem::RemoveXattr(uint64_t ino, std::string_view name) {
+  RETURN_IF_ERROR(CheckWritable());
+  absl::Status s = meta_->RemoveXattr(ino, name);
+  cache_.DropAttr(ino);
+  cache_.DropXattrs(ino);
+  return s;
+}
+
+absl::StatusOr<filer::StatFsResponse> Filesystem::StatFs() { return meta_->StatFs(); }
+
+}  // namespace kelp::mount

@@ -1,0 +1,126 @@
+#include "mount/core/meta_cache.h"
+
+namespace kelp::mount {
+
+MetaCache::MetaCache(std::chrono::nanoseconds attr_ttl, std::chrono::nanoseconds entry_ttl, size_t max_entries)
+    : attr_ttl_(attr_ttl), entry_ttl_(entry_ttl), max_entries_(max_entries) {}
+
+std::optional<filer::Attr> MetaCache::GetAttr(uint64_t ino) {
+  if (attr_ttl_.count() == 0) return std::nullopt;
+  std::lock_guard lock(mu_);
+  auto it = attrs_.find(ino);
+  if (it == attrs_.end()) return std::nullopt;
+  if (Clock::now() >= it->second.expires) {
+    attrs_.erase(it);
+    return std::nullopt;
+  }
+  return it->second.attr;
+}
+
+void MetaCache::PutAttr(const filer::Attr& attr) {
+  std::lock_guard lock(mu_);
+  if ((attr.mode() & 0170000) == 0040000) {
+    if (dir_mode_gid_.size() >= max_entries_) dir_mode_gid_.clear();
+    dir_mode_gid_[attr.ino()] = {attr.mode(), attr.gid()};
+  }
+  if (attr_ttl_.count() == 0) return;
+  if (attrs_.size() >= max_entries_) {
+    // Crude bound: drop expired ones, and everything if that is not enough.
+    auto now = Clock::now();
+    for (auto it = attrs_.begin(); it != attrs_.end();) it = it->second.expires <= now ? attrs_.erase(it) : std::next(it);
+    if (attrs_.size() >= max_entries_) attrs_.clear();
+  }
+  auto& item = attrs_[attr.ino()];
+  // Never replace newer attributes with older ones (replies can cross events).
+  if (item.attr.ino() == attr.ino() && item.attr.version() > attr.version()) return;
+  item.attr = attr;
+  item.expires = Clock::now() + attr_ttl_;
+}
+
+void MetaCache::DropAttr(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  attrs_.erase(ino);
+}
+
+std::optional<uint64_t> MetaCache::GetEntry(uint64_t parent, std::string_view name) {
+  if (entry_ttl_.count() == 0) return std::nullopt;
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(EntryKey{parent, std::string(name)});
+  if (it == entries_.end()) return std::nullopt;
+  if (Clock::now() >= it->second.expires) {
+    entries_.erase(it);
+    return std::nullopt;
+  }
+  return it->second.ino;
+}
+
+void MetaCache::PutEntry(uint64_t parent, std::string_view name, uint64_t ino) {
+  if (entry_ttl_.count() == 0) return;
+  std::lock_guard lock(mu_);
+  if (entries_.size() >= max_entries_) {
+    auto now = Clock::now();
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      it = it->second.expires <= now ? entries_.erase(it) : std::next(it);
+    }
+    if (entries_.size() >= max_entries_) entries_.clear();
+  }
+  entries_[EntryKey{parent, std::string(name)}] = EntryItem{ino, Clock::now() + entry_ttl_};
+}
+
+void MetaCache::DropEntry(uint64_t parent, std::string_view name) {
+  std::lock_guard lock(mu_);
+  entries_.erase(EntryKey{parent, std::string(name)});
+}
+
+void MetaCache::DropDir(uint64_t parent) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.lower_bound(EntryKey{parent, std::string()});
+  while (it != entries_.end() && it->first.first == parent) it = entries_.erase(it);
+}
+
+bool MetaCache::HasNoXattr(uint64_t ino, std::string_view name) {
+  if (entry_ttl_.count() == 0) return false;
+  std::lock_guard lock(mu_);
+  auto it = no_xattr_.find(EntryKey{ino, std::string(name)});
+  if (it == no_xattr_.end()) return false;
+  if (Clock::now() >= it->second) {
+    no_xattr_.erase(it);
+    return false;
+  }
+  return true;
+}
+
+void MetaCache::PutNoXattr(uint64_t ino, std::string_view name) {
+  if (entry_ttl_.count() == 0) return;
+  std::lock_guard lock(mu_);
+  if (no_xattr_.size() >= max_entries_) no_xattr_.clear();
+  no_xattr_[EntryKey{ino, std::string(name)}] = Clock::now() + entry_ttl_;
+}
+
+void MetaCache::DropXattrs(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  auto it = no_xattr_.lower_bound(EntryKey{ino, std::string()});
+  while (it != no_xattr_.end() && it->first.first == ino) it = no_xattr_.erase(it);
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> MetaCache::DirModeGid(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  auto it = dir_mode_gid_.find(ino);
+  if (it == dir_mode_gid_.end()) return std::nullopt;
+  return it->second;
+}
+
+void MetaCache::Clear() {
+  std::lock_guard lock(mu_);
+  dir_mode_gid_.clear();
+  no_xattr_.clear();
+  attrs_.clear();
+  entries_.clear();
+}
+
+size_t MetaCache::size() const {
+  std::lock_guard lock(mu_);
+  return attrs_.size() + entries_.size();
+}
+
+}  // namespace kelp::mount

@@ -1,0 +1,57 @@
+#include "mount/core/write_budget.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace kelp::mount {
+
+void WriteBudget::Acquire(uint64_t n) {
+  n = std::min(n, capacity_);
+  std::unique_lock lock(mu_);
+  if (used_ + n <= capacity_) {
+    used_ += n;
+    return;
+  }
+  ++waits_;
+  while (used_ + n > capacity_) {
+    if (on_pressure_) {
+      lock.unlock();
+      on_pressure_();
+      lock.lock();
+      if (used_ + n <= capacity_) break;
+    }
+    // Wake up now and then to push again: an upload may have finished for a file that gets
+    // dirty again before we run.
+    freed_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  used_ += n;
+}
+
+bool WriteBudget::TryAcquire(uint64_t n) {
+  n = std::min(n, capacity_);
+  std::lock_guard lock(mu_);
+  if (used_ + n > capacity_) return false;
+  used_ += n;
+  return true;
+}
+
+void WriteBudget::Release(uint64_t n) {
+  {
+    std::lock_guard lock(mu_);
+    n = std::min(n, used_);
+    used_ -= n;
+  }
+  freed_.notify_all();
+}
+
+uint64_t WriteBudget::used() const {
+  std::lock_guard lock(mu_);
+  return used_;
+}
+
+uint64_t WriteBudget::waits() const {
+  std::lock_guard lock(mu_);
+  return waits_;
+}
+
+}  // namespace kelp::mount

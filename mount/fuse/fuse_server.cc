@@ -1,0 +1,141 @@
+#include "mount/fuse/fuse_server.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "shared/log.h"
+#include "shared/strings.h"
+
+namespace kelp::mount::fuse {
+
+namespace {
+
+// The FUSE connection number of the mount at path (the minor of its device), read from
+// /proc/self/mountinfo: a stat() of the mount point would ask this very filesystem, whose loop
+// is not running yet.
+int ConnectionId(const std::string& path) {
+  char real[PATH_MAX];
+  std::string want = realpath(path.c_str(), real) ? real : path;
+  FILE* f = std::fopen("/proc/self/mountinfo", "r");
+  if (f == nullptr) return -1;
+  int id = -1;
+  char line[4096];
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned major = 0, minor_no = 0;
+    char mnt[PATH_MAX];
+    if (std::sscanf(line, "%*d %*d %u:%u %*s %4095s", &major, &minor_no, mnt) == 3 && want == mnt) {
+      id = static_cast<int>(minor_no);  // the last match is the newest mount there
+    }
+  }
+  std::fclose(f);
+  return id;
+}
+
+void AbortConnection(int id) {
+  std::string dir = "/sys/fs/fuse/connections";
+  std::string path = kelp::StrCat(dir, "/", id, "/abort");
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    ::mount("fusectl", dir.c_str(), "fusectl", 0, nullptr);  // not mounted on this machine yet
+    f = std::fopen(path.c_str(), "w");
+  }
+  if (f == nullptr) return;
+  std::fputs("1", f);
+  std::fclose(f);
+  spdlog::warn("aborted the FUSE connection: files were still open on the mount");
+}
+
+}  // namespace
+
+FuseServer::FuseServer(Filesystem* fs, FuseOptions options) : fs_(fs), opts_(std::move(options)) {
+  ctx_.fs = fs_;
+  ctx_.attr_timeout = opts_.attr_timeout;
+  ctx_.entry_timeout = opts_.entry_timeout;
+  ctx_.root = fs_->root();
+  ctx_.debug = opts_.debug;
+  ctx_.writeback_cache = opts_.writeback_cache;
+}
+
+FuseServer::~FuseServer() {
+  Unmount();
+  if (se_ != nullptr) fuse_session_destroy(se_);
+}
+
+absl::Status FuseServer::Mount() {
+  fuse_lowlevel_ops ops;
+  std::memset(&ops, 0, sizeof ops);
+  AddEntryOps(&ops);
+  AddFileOps(&ops);
+  AddDirOps(&ops);
+  AddMiscOps(&ops);
+
+  std::string mount_opts = kelp::StrCat("default_permissions,fsname=", opts_.fsname, ",subtype=kelp");
+  if (opts_.allow_others) mount_opts += ",allow_other";
+  if (opts_.read_only) mount_opts += ",ro";
+  std::vector<std::string> args = {"kelp", "-o", mount_opts};
+  if (opts_.debug) args.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  fuse_args fargs = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  se_ = fuse_session_new(&fargs, &ops, sizeof ops, &ctx_);
+  fuse_opt_free_args(&fargs);
+  if (se_ == nullptr) return absl::InternalError("cannot create the FUSE session (see the message above)");
+  if (fuse_session_mount(se_, opts_.mountpoint.c_str()) != 0) {
+    return absl::UnavailableError(kelp::StrCat("cannot mount on ", opts_.mountpoint,
+                                               " (is /dev/fuse there, and are you root or in group fuse?)"));
+  }
+  mounted_ = true;
+  conn_id_ = ConnectionId(opts_.mountpoint);
+  return absl::OkStatus();
+}
+
+void FuseServer::Start(std::function<void()> on_exit) {
+  running_ = true;
+  loop_ = std::thread([this, on_exit = std::move(on_exit)] {
+    fuse_loop_config* cfg = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_max_threads(cfg, opts_.max_threads);
+    fuse_loop_cfg_set_idle_threads(cfg, std::max(1, opts_.max_threads / 2));
+    fuse_loop_cfg_set_clone_fd(cfg, 0);
+    int rc = fuse_session_loop_mt(se_, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    if (rc != 0) spdlog::info("FUSE loop ended ({})", rc);
+    running_ = false;
+    if (on_exit) on_exit();
+  });
+}
+
+void FuseServer::Unmount() {
+  if (se_ == nullptr) return;
+  if (running_) fuse_session_exit(se_);
+  if (mounted_) {
+    // Closes the device (which ends the loop's reads) and detaches the mount.
+    fuse_session_unmount(se_);
+    mounted_ = false;
+  }
+  // A lazily detached mount that some process still uses keeps the connection (and the loop's
+  // reads) alive: abort the connection if the loop does not end soon.
+  for (int i = 0; i < 30 && running_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (running_ && conn_id_ >= 0) AbortConnection(conn_id_);
+  if (loop_.joinable()) loop_.join();
+}
+
+void FuseServer::InvalidateInode(uint64_t ino, bool data) {
+  if (se_ == nullptr || !running_) return;
+  int rc = fuse_lowlevel_notify_inval_inode(se_, ctx_.ToFuse(ino), data ? 0 : -1, 0);
+  if (rc != 0 && rc != -ENOENT && opts_.debug) spdlog::debug("inval inode {}: {}", ino, strerror(-rc));
+}
+
+void FuseServer::InvalidateEntry(uint64_t parent, std::string_view name) {
+  if (se_ == nullptr || !running_) return;
+  std::string n(name);
+  int rc = fuse_lowlevel_notify_inval_entry(se_, ctx_.ToFuse(parent), n.c_str(), n.size());
+  if (rc != 0 && rc != -ENOENT && opts_.debug) spdlog::debug("inval entry {}/{}: {}", parent, n, strerror(-rc));
+}
+
+}  // namespace kelp::mount::fuse

@@ -1,0 +1,63 @@
+// FuseServer: the libfuse low-level session of a mount: builds the operation table from the
+// ops_* groups, mounts, runs the multi-threaded loop on its own thread, and unmounts. It also
+// implements KernelNotifier (fuse_lowlevel_notify_inval_*) for the event subscriber.
+//
+// Thread-safety: Mount/Run/Unmount from the owner (main) thread; the notifier methods from the
+// subscriber thread.
+#pragma once
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "mount/core/filesystem.h"
+#include "mount/fuse/fuse_context.h"
+
+namespace kelp::mount::fuse {
+
+struct FuseOptions {
+  std::string mountpoint;
+  std::string fsname = "kelp";
+  bool read_only = false;
+  bool allow_others = false;
+  bool writeback_cache = false;
+  bool debug = false;
+  int max_threads = 16;
+  double attr_timeout = 1.0;
+  double entry_timeout = 1.0;
+};
+
+class FuseServer : public KernelNotifier {
+ public:
+  FuseServer(Filesystem* fs, FuseOptions options);
+  ~FuseServer() override;
+
+  // Creates the session and mounts it.
+  absl::Status Mount();
+  // Starts the request loop on a thread; on_exit runs on that thread when the loop ends (an
+  // external unmount, or Unmount()).
+  void Start(std::function<void()> on_exit);
+  bool running() const { return running_.load(); }
+  // Ends the loop, unmounts and waits for the loop thread. Idempotent.
+  void Unmount();
+
+  void InvalidateInode(uint64_t ino, bool data) override;
+  void InvalidateEntry(uint64_t parent, std::string_view name) override;
+
+ private:
+  Filesystem* const fs_;
+  const FuseOptions opts_;
+  FuseContext ctx_;
+  fuse_session* se_ = nullptr;
+  bool mounted_ = false;
+  int conn_id_ = -1;  // /sys/fs/fuse/connections/<id>
+  std::atomic<bool> running_{false};
+  std::thread loop_;
+};
+
+}  // namespace kelp::mount::fuse

@@ -1,0 +1,126 @@
+// kelp mount: parse flags, connect to the filer, mount, wait for a signal (or an external
+// unmount), flush everything dirty, unmount.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+#include "cmd/commands.h"
+#include "mount/cache_hook.h"
+#include "mount/client/grpc_meta_client.h"
+#include "mount/client/volume_blob_store.h"
+#include "mount/core/filesystem.h"
+#include "mount/fuse/fuse_server.h"
+#include "mount/mount_options.h"
+#include "mount/mount_status.h"
+#include "shared/flags.h"
+#include "shared/grpc_status.h"
+#include "shared/http/http_client.h"
+#include "shared/log.h"
+#include "shared/signals.h"
+#include "shared/strings.h"
+
+namespace kelp {
+
+int MountMain(int argc, char** argv) {
+  BlockTerminationSignals();
+  mount::MountOptions opts;
+  FlagSet flags("mount", "kelp mount -dir=/mnt/kelp [flags]",
+                "Mounts the filer's namespace at -dir with FUSE. Runs in the foreground; SIGINT/SIGTERM flush\n"
+                "everything dirty and unmount. A mount whose process died is recovered with: fusermount3 -uz DIR");
+  mount::AddMountFlags(flags, opts);
+  std::unique_ptr<mount::CacheHook> cache_hook = mount::NewCacheHook();
+  cache_hook->RegisterFlags(&flags);
+  flags.ParseOrExit(argc, argv);
+  InitLogging(opts.debug ? "debug" : "info");
+  auto fail = [](const absl::Status& s) {
+    std::fprintf(stderr, "kelp mount: %s\n", std::string(s.message()).c_str());
+    return 1;
+  };
+  if (absl::Status s = mount::ValidateMountOptions(opts); !s.ok()) return fail(s);
+
+  std::string grpc_addr = GrpcAddressOf(opts.filer);
+  mount::GrpcMetaClient meta(grpc_addr, opts.rpc_timeout_ms);
+  if (absl::Status s = meta.WaitConnected(opts.connect_timeout_ms); !s.ok()) {
+    return fail(absl::UnavailableError(
+        kelp::StrCat("cannot reach the filer at ", opts.filer, " (gRPC ", grpc_addr, ") within ",
+                     opts.connect_timeout_ms, " ms; is `kelp filer` or `kelp server` running?")));
+  }
+  http::HttpClient::Options ho;
+  ho.connect_timeout_ms = 3000;
+  ho.io_timeout_ms = 60000;
+  http::HttpClient http(ho);
+  mount::VolumeBlobStore::Options bo;
+  bo.replication = opts.replication;
+  bo.collection = opts.collection;
+  mount::VolumeBlobStore blobs(&meta, &http, bo);
+
+  mount::FsOptions fo;
+  fo.filer_path = opts.filer_path;
+  fo.attr_ttl = std::chrono::nanoseconds(static_cast<int64_t>(opts.attr_timeout * 1e9));
+  fo.entry_ttl = std::chrono::nanoseconds(static_cast<int64_t>(opts.entry_timeout * 1e9));
+  fo.umask = opts.umask_bits();
+  fo.read_only = opts.read_only;
+  fo.chunk_size = opts.chunk_size();
+  fo.write_buffer = opts.write_buffer_size_mb << 20;
+  fo.concurrent_writers = opts.concurrent_writers;
+  fo.read_ahead = opts.read_ahead_mb << 20;
+  fo.client_name = kelp::StrCat("kelp mount ", opts.dir, " pid ", getpid());
+  auto cache = cache_hook->Open(opts.chunk_size());
+  if (!cache.ok()) {
+    std::fprintf(stderr, "kelp mount: %s\n", std::string(cache.status().message()).c_str());
+    return 2;
+  }
+  mount::Filesystem fs(&meta, &blobs, *cache, fo);
+  if (absl::Status s = fs.Start(); !s.ok()) return fail(s);
+
+  mount::fuse::FuseOptions uo;
+  uo.mountpoint = opts.dir;
+  uo.fsname = kelp::StrCat("kelp:", opts.filer, opts.filer_path);
+  uo.read_only = opts.read_only;
+  uo.allow_others = opts.allow_others;
+  uo.writeback_cache = opts.writeback_cache;
+  uo.debug = opts.debug;
+  uo.max_threads = opts.max_threads;
+  uo.attr_timeout = opts.attr_timeout;
+  uo.entry_timeout = opts.entry_timeout;
+  mount::fuse::FuseServer server(&fs, uo);
+  if (absl::Status s = server.Mount(); !s.ok()) return fail(s);
+
+  std::atomic<bool> external_unmount{false};
+  server.Start([&] {
+    // The loop ended by itself (fusermount3 -u): wake the main thread.
+    external_unmount = true;
+    kill(getpid(), SIGTERM);
+  });
+  fs.StartEvents(&server);
+  mount::MountStatusServer status(&fs, opts.dir, opts.filer);
+  if (opts.metrics_port > 0) {
+    if (absl::Status s = status.Start(opts.metrics_port); !s.ok()) {
+      spdlog::warn("kelp mount: no /metrics endpoint on port {}: {}", opts.metrics_port, s);
+    }
+  }
+  spdlog::info("kelp mount: {} mounted at {} (filer {})", opts.filer_path, opts.dir, opts.filer);
+
+  int sig = WaitForTerminationSignal();
+  int rc = 0;
+  if (!external_unmount) {
+    spdlog::info("kelp mount: signal {}, flushing and unmounting {}", sig, opts.dir);
+    if (absl::Status s = fs.FlushAll(); !s.ok()) {
+      spdlog::error("kelp mount: flush before unmount failed: {}", s);
+      rc = 1;
+    }
+  } else {
+    spdlog::info("kelp mount: {} was unmounted", opts.dir);
+  }
+  server.Unmount();
+  status.Stop();
+  fs.Stop();
+  cache_hook->Close();
+  spdlog::info("kelp mount: stopped");
+  return rc;
+}
+
+}  // namespace kelp

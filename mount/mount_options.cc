@@ -1,0 +1,115 @@
+#include "mount/mount_options.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::mount {
+
+uint32_t MountOptions::umask_bits() const {
+  uint32_t v = 0;
+  if (!kelp::ParseInt(umask, &v, 8)) return 022;
+  return v & 0777;
+}
+
+void AddMountFlags(FlagSet& flags, MountOptions& o) {
+  flags.Add("dir", &o.dir, "mount point (required): an existing empty directory");
+  flags.Add("filer", &o.filer, "filer HTTP host:port (gRPC on port + 10000)");
+  flags.Add("filer.path", &o.filer_path, "directory of the filer shown as the mount's root");
+  flags.Add("chunkSizeLimitMB", &o.chunk_size_limit_mb,
+            "dirty data is buffered and uploaded in chunks of this size, in MiB");
+  flags.Add("concurrentWriters", &o.concurrent_writers, "chunk uploads running at once");
+  flags.Add("writeBufferSizeMB", &o.write_buffer_size_mb,
+            "bound on dirty data held in memory, in MiB; writers wait for uploads beyond it");
+  flags.Add("replication", &o.replication, "replication \"xyz\" of new chunks (empty = filer default)");
+  flags.Add("collection", &o.collection, "collection of new chunks");
+  flags.Add("readOnly", &o.read_only, "mount read-only");
+  flags.Add("allowOthers", &o.allow_others, "let other users access the mount (FUSE allow_other)");
+  flags.Add("umask", &o.umask, "octal bits cleared from the mode of new files and directories");
+  flags.Add("dirAutoCreate", &o.dir_auto_create, "create -dir if it does not exist");
+  flags.Add("nonempty", &o.nonempty, "mount over a non-empty -dir");
+  flags.Add("attrTimeout", &o.attr_timeout, "attribute cache time, in seconds");
+  flags.Add("entryTimeout", &o.entry_timeout, "name cache time (also for missing names), in seconds");
+  flags.Add("writebackCache", &o.writeback_cache, "FUSE writeback cache: the kernel gathers small writes");
+  flags.Add("maxThreads", &o.max_threads, "FUSE worker threads at most");
+  flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");
+  flags.Add("rpcTimeoutMs", &o.rpc_timeout_ms, "timeout of one metadata RPC, in ms");
+  flags.Add("connectTimeoutMs", &o.connect_timeout_ms, "timeout of the first connection to the filer, in ms");
+  flags.Add("metricsPort", &o.metrics_port, "port of an HTTP endpoint with /metrics and /status on 127.0.0.1; 0 = none");
+  flags.Add("debug", &o.debug, "log every FUSE request and debug details");
+}
+
+absl::Status ValidateMountOptions(MountOptions& o) {
+  if (o.dir.empty()) return absl::InvalidArgumentError("-dir is required (the mount point)");
+  if (o.chunk_size_limit_mb < 1 || o.chunk_size_limit_mb > 1024) {
+    return absl::InvalidArgumentError("-chunkSizeLimitMB must be between 1 and 1024");
+  }
+  if (o.concurrent_writers < 1 || o.concurrent_writers > 256) {
+    return absl::InvalidArgumentError("-concurrentWriters must be between 1 and 256");
+  }
+  if (o.write_buffer_size_mb < 2 * o.chunk_size_limit_mb) {
+    return absl::InvalidArgumentError(
+        kelp::StrCat("-writeBufferSizeMB must be at least twice -chunkSizeLimitMB (", 2 * o.chunk_size_limit_mb, ")"));
+  }
+  uint32_t um = 0;
+  if (!kelp::ParseInt(o.umask, &um, 8) || um > 0777) {
+    return absl::InvalidArgumentError(kelp::StrCat("-umask \"", o.umask, "\" is not an octal mode like 022"));
+  }
+  if (o.attr_timeout < 0 || o.entry_timeout < 0) {
+    return absl::InvalidArgumentError("-attrTimeout and -entryTimeout must not be negative");
+  }
+  if (o.max_threads < 1 || o.max_threads > 1024) {
+    return absl::InvalidArgumentError("-maxThreads must be between 1 and 1024");
+  }
+  if (o.filer_path.empty() || o.filer_path[0] != '/') {
+    return absl::InvalidArgumentError("-filer.path must be an absolute path like /data");
+  }
+  if (o.filer.find(':') == std::string::npos) {
+    return absl::InvalidArgumentError(kelp::StrCat("-filer \"", o.filer, "\" is not host:port"));
+  }
+  if (!o.replication.empty()) {
+    if (o.replication.size() != 3 || o.replication.find_first_not_of("0123456789") != std::string::npos) {
+      return absl::InvalidArgumentError(kelp::StrCat("-replication \"", o.replication, "\" is not three digits like 001"));
+    }
+  }
+
+  struct stat st;
+  if (stat(o.dir.c_str(), &st) != 0) {
+    if (errno == ENOENT && o.dir_auto_create) {
+      if (mkdir(o.dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return PosixError(errno, kelp::StrCat("cannot create -dir ", o.dir, ": ", strerror(errno)));
+      }
+      if (stat(o.dir.c_str(), &st) != 0) return ErrnoStatus(kelp::StrCat("-dir ", o.dir));
+    } else if (errno == ENOENT) {
+      return PosixError(ENOENT, kelp::StrCat("-dir ", o.dir, " does not exist (create it, or add -dirAutoCreate)"));
+    } else if (errno == ENOTCONN) {
+      return PosixError(ENOTCONN, kelp::StrCat("-dir ", o.dir, " is a dead mount; recover it with: fusermount3 -uz ", o.dir));
+    } else {
+      return PosixError(errno, kelp::StrCat("-dir ", o.dir, ": ", strerror(errno)));
+    }
+  }
+  if (!S_ISDIR(st.st_mode)) return PosixError(ENOTDIR, kelp::StrCat("-dir ", o.dir, " is not a directory"));
+  if (!o.nonempty) {
+    DIR* d = opendir(o.dir.c_str());
+    if (d == nullptr) return PosixError(errno, kelp::StrCat("-dir ", o.dir, ": ", strerror(errno)));
+    bool empty = true;
+    while (dirent* e = readdir(d)) {
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+        empty = false;
+        break;
+      }
+    }
+    closedir(d);
+    if (!empty) {
+      return PosixError(ENOTEMPTY, kelp::StrCat("-dir ", o.dir, " is not empty (add -nonempty to mount over it)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kelp::mount

@@ -1,0 +1,78 @@
+// Options of `kelp mount`. Every field says its default and unit; AddMountFlags registers them
+// as the weed-style flags and prints the same text in -h.
+//
+// Thread-safety: a plain value, built on the main thread before the mount starts and read-only
+// afterwards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "shared/flags.h"
+
+namespace kelp::mount {
+
+struct MountOptions {
+  // Mount point. Must exist and be an empty directory unless nonempty. Required.
+  std::string dir;
+  // Filer to mount, HTTP host:port (gRPC is port + 10000). Default: localhost:8888.
+  std::string filer = "localhost:8888";
+  // Directory of the filer shown as the mount's root. Default: "/".
+  std::string filer_path = "/";
+  // Dirty data of a file is buffered and uploaded in chunks of this size, in MiB. Default: 4.
+  uint64_t chunk_size_limit_mb = 4;
+  // The read cache's flags (-cacheCapacityMB, -cacheDir, ...) belong to the cache:
+  // mount/cache_hook.h registers them.
+  // Chunk uploads running at once (background and flush). Default: 8.
+  int concurrent_writers = 8;
+  // Bound on dirty (not yet uploaded) data in memory, in MiB. Writers block while it is
+  // reached until uploads free room. Default: 256.
+  uint64_t write_buffer_size_mb = 256;
+  // Replication of new chunks ("xyz", as SeaweedFS); empty = the filer's default.
+  std::string replication;
+  // Collection of new chunks; empty = none.
+  std::string collection;
+  // Mount read-only. Default: false.
+  bool read_only = false;
+  // Let other users access the mount (FUSE allow_other). Default: false.
+  bool allow_others = false;
+  // Bits cleared from the mode of new files and directories, octal text, on top of the
+  // caller's own umask (which the kernel applies). Default: "000" (POSIX: the caller decides).
+  std::string umask = "000";
+  // Create -dir if it does not exist. Default: false.
+  bool dir_auto_create = false;
+  // Mount even if -dir is not empty. Default: false.
+  bool nonempty = false;
+  // How long the kernel (and the mount) cache attributes, in seconds. Default: 1.
+  double attr_timeout = 1.0;
+  // How long the kernel (and the mount) cache names, including negative lookups, in seconds.
+  // Default: 1.
+  double entry_timeout = 1.0;
+  // FUSE writeback cache (the kernel gathers writes). Default: false.
+  bool writeback_cache = false;
+  // FUSE worker threads at most. Default: 16.
+  int max_threads = 16;
+  // Read-ahead window for sequential readers, in MiB; 0 = none. Up to 16 windows are held
+  // in memory at once. Default: 4.
+  uint64_t read_ahead_mb = 4;
+  // Timeout of one metadata RPC, in ms. Default: 10000.
+  int rpc_timeout_ms = 10000;
+  // Timeout of the first connection to the filer, in ms. Default: 3000.
+  int connect_timeout_ms = 3000;
+  // Port of the mount's HTTP endpoint (/metrics, /status) on 127.0.0.1; 0 = none. Default: 0.
+  int metrics_port = 0;
+  // Log FUSE requests and debug details. Default: false.
+  bool debug = false;
+
+  uint64_t chunk_size() const { return chunk_size_limit_mb << 20; }
+  uint32_t umask_bits() const;
+};
+
+void AddMountFlags(FlagSet& flags, MountOptions& opts);
+
+// Checks values that parse but make no sense, and the mount point (exists, a directory,
+// empty unless nonempty; created when dir_auto_create). One-line errors.
+absl::Status ValidateMountOptions(MountOptions& opts);
+
+}  // namespace kelp::mount

@@ -1,0 +1,43 @@
+#include "mount/testing/fake_blob_store.h"
+
+#include <cstring>
+
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::mount {
+
+absl::StatusOr<std::string> FakeBlobStore::Put(std::string_view data, bool fsync) {
+  if (int e = fail_puts.load()) return PosixError(e, "injected upload failure");
+  std::lock_guard lock(mu_);
+  std::string fid = kelp::StrCat("1,", next_++, "00000000");
+  blobs_.emplace(fid, std::string(data));
+  ++puts_;
+  if (fsync) ++synced_puts_;
+  return fid;
+}
+
+absl::Status FakeBlobStore::Get(std::string_view fid, uint64_t offset, size_t len, char* dst) {
+  if (int e = fail_gets.load()) return PosixError(e, "injected read failure");
+  std::lock_guard lock(mu_);
+  ++gets_;
+  auto it = blobs_.find(fid);
+  if (it == blobs_.end()) return PosixError(EIO, kelp::StrCat("no blob ", fid));
+  if (offset + len > it->second.size()) return PosixError(EIO, "read past the blob");
+  std::memcpy(dst, it->second.data() + offset, len);
+  return absl::OkStatus();
+}
+
+size_t FakeBlobStore::blob_count() const {
+  std::lock_guard lock(mu_);
+  return blobs_.size();
+}
+
+uint64_t FakeBlobStore::stored_bytes() const {
+  std::lock_guard lock(mu_);
+  uint64_t n = 0;
+  for (const auto& [k, v] : blobs_) n += v.size();
+  return n;
+}
+
+}  // namespace kelp::mount

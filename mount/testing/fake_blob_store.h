@@ -1,0 +1,38 @@
+// FakeBlobStore: an in-memory BlobStore with fault injection, for tests.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "mount/client/blob_store.h"
+
+namespace kelp::mount {
+
+class FakeBlobStore : public BlobStore {
+ public:
+  absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override;
+  absl::Status Get(std::string_view fid, uint64_t offset, size_t len, char* dst) override;
+
+  // Fault injection: every Put/Get fails with this errno while set (0 = off).
+  std::atomic<int> fail_puts{0};
+  std::atomic<int> fail_gets{0};
+
+  size_t puts() const { return puts_.load(); }
+  size_t gets() const { return gets_.load(); }
+  size_t synced_puts() const { return synced_puts_.load(); }
+  size_t blob_count() const;
+  uint64_t stored_bytes() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string, std::less<>> blobs_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;
+  std::atomic<size_t> puts_{0}, gets_{0}, synced_puts_{0};
+};
+
+}  // namespace kelp::mount
