@@ -15,7 +15,6 @@ int NotYet(const char* what) {
 int ServerMain(int, char**) { return NotYet("server"); }
 int FilerMain(int, char**) { return NotYet("filer"); }
 int FsckMain(int, char**) { return NotYet("filer.fsck"); }
-int VolumeMain(int, char**) { return NotYet("volume"); }
 int MountMain(int, char**) { return NotYet("mount"); }
 int BenchmarkMain(int, char**) { return NotYet("benchmark"); }
 

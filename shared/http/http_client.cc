@@ -220,7 +220,7 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
   resp.headers = std::move(rh.headers);
   auto deliver = [&](std::string_view piece) -> absl::Status {
     if (piece.empty()) return absl::OkStatus();
-    if (on_body) return on_body(piece);
+    if (on_body && resp.status >= 200 && resp.status < 300) return on_body(piece);
     if (resp.body.size() + piece.size() > opts_.max_body_bytes) {
       return absl::ResourceExhaustedError("response body too large");
     }
