@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 
 #include "shared/strings.h"
@@ -42,6 +43,31 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(std::string_view host_
   }
   return std::make_pair(std::string(host_port.substr(0, colon)), port);
 }
+
+// A receive buffer that grows without zero-filling: std::string::resize would clear 64 KiB
+// for every recv.
+class RecvBuffer {
+ public:
+  size_t size() const { return len_; }
+  void clear() { len_ = 0; }
+  // Room for n more bytes; returns where they go.
+  char* Reserve(size_t n) {
+    if (cap_ < len_ + n) {
+      size_t cap = std::max(len_ + n, cap_ * 2);
+      auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+      if (len_ > 0) memcpy(bigger.get(), data_.get(), len_);
+      data_ = std::move(bigger);
+      cap_ = cap;
+    }
+    return data_.get() + len_;
+  }
+  void Grow(size_t n) { len_ += n; }
+  operator std::string_view() const { return std::string_view(data_.get(), len_); }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t cap_ = 0, len_ = 0;
+};
 
 }  // namespace
 
@@ -175,20 +201,19 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
     RETURN_IF_ERROR(SendAll(fd, body));
   }
 
-  std::string buf;
+  RecvBuffer buf;
   size_t pos = 0;
   auto read_more = [&]() -> absl::Status {
     if (pos > 0 && pos == buf.size()) {
       buf.clear();
       pos = 0;
     }
-    size_t old = buf.size();
-    buf.resize(old + (64 << 10));
+    char* dst = buf.Reserve(64 << 10);
     ssize_t n;
     do {
-      n = recv(fd, buf.data() + old, 64 << 10, 0);
+      n = recv(fd, dst, 64 << 10, 0);
     } while (n < 0 && errno == EINTR);
-    buf.resize(old + (n > 0 ? n : 0));
+    if (n > 0) buf.Grow(n);
     if (n == 0) return absl::UnavailableError(kelp::StrCat("connection to ", host_port, " closed"));
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {

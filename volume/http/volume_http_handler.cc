@@ -117,8 +117,8 @@ void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const F
 
   // Verify before a single byte leaves: a corrupt needle is an error, never data.
   thread_local std::string buf;
-  absl::StatusOr<DecodedNeedle> n = handle->size <= kBufferedReadMax ? v->Read(fid.key, fid.cookie, &buf)
-                                                                     : v->Verify(*handle, fid.cookie);
+  absl::StatusOr<DecodedNeedle> n =
+      handle->size <= kBufferedReadMax ? v->Read(*handle, fid.cookie, &buf) : v->Verify(*handle, fid.cookie);
   if (!n.ok()) {
     if (ErrnoOf(n.status()) == ENOENT) return w.SendError(404, "not found");
     return w.SendStatus(n.status());

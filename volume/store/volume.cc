@@ -355,13 +355,18 @@ absl::Status Volume::ChecksumFailure(const absl::Status& s, uint64_t key) const 
 absl::StatusOr<DecodedNeedle> Volume::Read(uint64_t key, uint32_t cookie, std::string* buf) const {
   std::optional<Handle> h = Find(key);
   if (!h) return NotFound(key);
-  const uint64_t len = format::NeedleLength(h->size);
+  return Read(*h, cookie, buf);
+}
+
+absl::StatusOr<DecodedNeedle> Volume::Read(const Handle& h, uint32_t cookie, std::string* buf) const {
+  const uint64_t key = h.key;
+  const uint64_t len = format::NeedleLength(h.size);
   buf->resize(len);
-  absl::Status s = ReadFully(*h->file, h->offset, len, buf->data());
+  absl::Status s = ReadFully(*h.file, h.offset, len, buf->data());
   if (!s.ok()) return s.code() == absl::StatusCode::kDataLoss ? ChecksumFailure(s, key) : s;
   auto n = DecodeNeedle(*buf);
   if (!n.ok()) return ChecksumFailure(n.status(), key);
-  if (n->header.key != key || n->header.size != h->size) {
+  if (n->header.key != key || n->header.size != h.size) {
     return ChecksumFailure(absl::DataLossError(kelp::StrCat("index points at needle ", n->header.key, " of ",
                                                             n->header.size, " bytes")),
                            key);

@@ -89,6 +89,8 @@ class Volume {
   // NotFound if absent, deleted or the cookie differs; DataLoss (logged and counted) if the
   // needle on disk is corrupt.
   absl::StatusOr<DecodedNeedle> Read(uint64_t key, uint32_t cookie, std::string* buf) const;
+  // The same for a needle already found.
+  absl::StatusOr<DecodedNeedle> Read(const Handle& h, uint32_t cookie, std::string* buf) const;
   // Verifies a needle of any size by streaming it through the hash (for bodies too large to
   // hold); returns it with empty data. Same errors as Read.
   absl::StatusOr<DecodedNeedle> Verify(const Handle& h, uint32_t cookie) const;
