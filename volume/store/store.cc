@@ -48,19 +48,29 @@ absl::Status Store::Load() {
 
 absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::string& collection,
                                                         const std::string& replication) {
+  uint64_t limit;
+  {
+    absl::MutexLock l(&mu_);
+    if (auto it = volumes_.find(id); it != volumes_.end()) {
+      if (it->second->collection() == collection) return it->second;
+      return PosixError(EEXIST,
+                        kelp::StrCat("volume ", id, " exists in collection \"", it->second->collection(), "\""));
+    }
+    if (creating_.contains(id)) return absl::UnavailableError(kelp::StrCat("volume ", id, " is being created"));
+    if (volumes_.size() + creating_.size() >= opts_.max_volumes) {
+      return PosixError(ENOSPC, kelp::StrCat("this server holds its maximum of ", opts_.max_volumes, " volumes"));
+    }
+    creating_.insert(id);
+    limit = size_limit_;
+  }
+  // Creating the files ends with an fdatasync: done outside the lock, which every request
+  // takes to find its volume.
+  auto v = Volume::Create(Volume::Options{opts_.dir, id, collection, replication, limit, env_});
   absl::MutexLock l(&mu_);
-  if (auto it = volumes_.find(id); it != volumes_.end()) {
-    if (it->second->collection() == collection) return it->second;
-    return PosixError(EEXIST, kelp::StrCat("volume ", id, " exists in collection \"", it->second->collection(), "\""));
-  }
-  if (volumes_.size() >= opts_.max_volumes) {
-    return PosixError(ENOSPC, kelp::StrCat("this server holds its maximum of ", opts_.max_volumes, " volumes"));
-  }
-  // Creating a volume is a handful of small writes and one fdatasync: rare enough to do
-  // under the lock, which keeps two allocations of one id from racing.
-  ASSIGN_OR_RETURN(std::unique_ptr<Volume> v,
-                   Volume::Create(Volume::Options{opts_.dir, id, collection, replication, size_limit_, env_}));
-  std::shared_ptr<Volume> shared(std::move(v));
+  creating_.erase(id);
+  if (!v.ok()) return v.status();
+  std::shared_ptr<Volume> shared(std::move(*v));
+  shared->SetSizeLimit(size_limit_);  // in case it changed meanwhile
   volumes_.emplace(id, shared);
   spdlog::info("volume {}: allocated (collection \"{}\", replication {})", id, collection, replication);
   return shared;

@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "volume/store/env.h"
@@ -53,6 +54,7 @@ class Store {
   Env* const env_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint32_t, std::shared_ptr<Volume>> volumes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint32_t> creating_ ABSL_GUARDED_BY(mu_);  // allocations under way
   uint64_t size_limit_ ABSL_GUARDED_BY(mu_);
 };
 

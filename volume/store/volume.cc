@@ -96,6 +96,7 @@ absl::Status Volume::CreateFiles() {
   ASSIGN_OR_RETURN(std::shared_ptr<File> dat, env_->Open(base_ + ".dat", true));
   absl::MutexLock l(&write_mu_);
   superblock_.replication = opts_.replication;
+  replication_ = opts_.replication;
   std::string sb = EncodeSuperblock(superblock_);
   absl::Status s = WriteFully(*dat, 0, sb);
   if (s.ok()) s = dat->DataSync();
@@ -114,11 +115,6 @@ absl::Status Volume::CreateFiles() {
   idx_end_ = 0;
   RecomputeStats();
   return absl::OkStatus();
-}
-
-std::string Volume::replication() const {
-  absl::MutexLock l(&write_mu_);
-  return superblock_.replication;
 }
 
 void Volume::RecomputeStats() {

@@ -53,7 +53,7 @@ class Volume {
 
   uint32_t id() const { return opts_.id; }
   const std::string& collection() const { return opts_.collection; }
-  std::string replication() const;
+  const std::string& replication() const { return replication_; }
   // Copies of each needle the replication asks for (1 + x + y + z).
   int copies() const { return copies_; }
 
@@ -151,6 +151,7 @@ class Volume {
   const Options opts_;
   const std::string base_;
   int copies_ = 1;
+  std::string replication_;  // from the superblock; fixed once opened
   Env* env_;
 
   std::mutex compact_mu_;  // one vacuum at a time

@@ -47,8 +47,9 @@ absl::Status Volume::Load() {
     }
     superblock_ = *decoded;
   }
+  replication_ = superblock_.replication;
   copies_ = 1;
-  for (char ch : superblock_.replication) copies_ += ch - '0';
+  for (char ch : replication_) copies_ += ch - '0';
   ASSIGN_OR_RETURN(std::shared_ptr<File> idx, env_->Open(base_ + ".idx", true));
   {
     absl::WriterMutexLock m(&map_mu_);
