@@ -27,6 +27,8 @@ int VolumeMain(int argc, char** argv) {
   flags.Add("volumeSizeLimitMB", &o.volume_size_limit_mb,
             "a volume at or over this size turns read-only, in MiB (the filer may lower it)");
   flags.Add("fileSizeLimitMB", &o.file_size_limit_mb, "largest blob accepted, in MiB; larger uploads get 413");
+  flags.Add("concurrentUploadLimitMB", &o.concurrent_upload_limit_mb,
+            "upload bodies held in memory at once, in MiB; further uploads wait, then get 503");
   flags.Add("filer", &o.filer, "the filer's HTTP host:port (its gRPC port is port + 10000); empty = standalone");
   flags.Alias("master", "filer");
   flags.Alias("mserver", "filer");

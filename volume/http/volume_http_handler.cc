@@ -56,7 +56,7 @@ bool IsDataMethod(std::string_view m) { return m == "PUT" || m == "POST" || m ==
 }  // namespace
 
 VolumeHttpHandler::VolumeHttpHandler(Options options, Store* store, BlobService* blobs, VolumeMetrics* metrics)
-    : opts_(options), store_(store), blobs_(blobs), metrics_(metrics) {}
+    : opts_(options), store_(store), blobs_(blobs), metrics_(metrics), budget_(options.upload_budget) {}
 
 bool VolumeHttpHandler::RunInline(const http::Request& req) const {
   const std::string& m = req.method();
@@ -180,6 +180,15 @@ void VolumeHttpHandler::Put(http::Request& req, http::ResponseWriter& w, const F
     return w.SendError(413, kelp::StrCat("body of ", req.content_length(), " bytes exceeds the limit of ",
                                          opts_.file_size_limit));
   }
+  // Chunked bodies have no length up front: budget for the largest allowed.
+  uint64_t expected = req.content_length() >= 0 ? req.content_length() : opts_.file_size_limit;
+  uint64_t taken = budget_.Acquire(expected, std::chrono::milliseconds(opts_.upload_wait_ms));
+  if (taken == 0) return w.SendError(503, "too many uploads in progress; retry later");
+  struct Releaser {
+    UploadBudget& b;
+    uint64_t n;
+    ~Releaser() { b.Release(n); }
+  } releaser{budget_, taken};
   auto body = req.ReadAll(opts_.file_size_limit);
   if (!body.ok()) {
     if (ErrnoOf(body.status()) == EFBIG) w.CloseAfter();

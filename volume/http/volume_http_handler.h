@@ -19,6 +19,7 @@
 #include "shared/http/http_server.h"
 #include "volume/core/blob_service.h"
 #include "volume/core/volume_metrics.h"
+#include "volume/http/upload_budget.h"
 #include "volume/store/store.h"
 
 namespace kelp::volume {
@@ -28,6 +29,8 @@ class VolumeHttpHandler : public http::Handler {
   struct Options {
     uint64_t file_size_limit = 256ull << 20;  // bytes; larger uploads get 413
     uint32_t inline_read_max = 64 << 10;      // bytes; larger blobs are read on a worker thread
+    uint64_t upload_budget = 256ull << 20;    // bytes of upload bodies buffered at once
+    int upload_wait_ms = 10000;               // how long an upload waits for room before 503
   };
   VolumeHttpHandler(Options options, Store* store, BlobService* blobs, VolumeMetrics* metrics);
 
@@ -49,6 +52,7 @@ class VolumeHttpHandler : public http::Handler {
   Store* const store_;
   BlobService* const blobs_;
   VolumeMetrics* const metrics_;
+  UploadBudget budget_;
 };
 
 }  // namespace kelp::volume

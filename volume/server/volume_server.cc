@@ -54,8 +54,9 @@ absl::Status VolumeServer::Start() {
   blobs_ = std::make_unique<BlobService>(store_.get(), locations, client_.get(), fanout_.get());
   metrics_ = std::make_unique<VolumeMetrics>(store_.get());
   handler_ = std::make_unique<VolumeHttpHandler>(
-      VolumeHttpHandler::Options{opts_.file_size_limit_mb << 20, opts_.inline_read_max}, store_.get(), blobs_.get(),
-      metrics_.get());
+      VolumeHttpHandler::Options{opts_.file_size_limit_mb << 20, opts_.inline_read_max,
+                                 opts_.concurrent_upload_limit_mb << 20, 10000},
+      store_.get(), blobs_.get(), metrics_.get());
 
   http::HttpServer::Options ho;
   ho.ip = opts_.ip;

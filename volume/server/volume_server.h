@@ -85,6 +85,9 @@ class VolumeServer {
     int http_worker_threads = 64;
     // Blobs up to this many bytes are served on the event loop. Default: 65536.
     uint32_t inline_read_max = 64 << 10;
+    // Upload bodies buffered at once, in MiB; more uploads wait (then get 503).
+    // Default: 256 (-concurrentUploadLimitMB).
+    uint64_t concurrent_upload_limit_mb = 256;
 
     // For tests: the file system (nullptr = the real one), and where replicas are found
     // (nullptr = ask the filer). Not owned; must outlive the server.
