@@ -15,12 +15,12 @@ BlobService::BlobService(Store* store, LocationProvider* locations, http::HttpCl
     : store_(store), locations_(locations), client_(client), fanout_(fanout) {}
 
 void BlobService::SetSelfUrls(std::vector<std::string> urls) {
-  absl::MutexLock l(&mu_);
+  std::lock_guard l(mu_);
   self_urls_ = std::move(urls);
 }
 
 bool BlobService::IsSelf(const std::string& url) const {
-  absl::MutexLock l(&mu_);
+  std::lock_guard l(mu_);
   return std::find(self_urls_.begin(), self_urls_.end(), url) != self_urls_.end();
 }
 

@@ -11,13 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "shared/file_id.h"
 #include "shared/http/http_client.h"
 #include "shared/thread_pool.h"
@@ -64,7 +64,7 @@ class BlobService {
 
   Store* const store_;
   LocationProvider* const locations_;
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::vector<std::string> self_urls_ ABSL_GUARDED_BY(mu_);
   http::HttpClient* const client_;
   ThreadPool* const fanout_;

@@ -36,7 +36,7 @@ absl::Status Store::Load() {
       spdlog::error("volume {}: cannot open {}: {}", id, name, v.status());
       continue;
     }
-    absl::MutexLock l(&mu_);
+    std::lock_guard l(mu_);
     if (volumes_.contains(id)) {
       spdlog::error("volume {}: {} duplicates an id already loaded; skipped", id, name);
       continue;
@@ -50,7 +50,7 @@ absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::
                                                         const std::string& replication) {
   uint64_t limit;
   {
-    absl::MutexLock l(&mu_);
+    std::lock_guard l(mu_);
     if (auto it = volumes_.find(id); it != volumes_.end()) {
       if (it->second->collection() == collection) return it->second;
       return PosixError(EEXIST,
@@ -66,7 +66,7 @@ absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::
   // Creating the files ends with an fdatasync: done outside the lock, which every request
   // takes to find its volume.
   auto v = Volume::Create(Volume::Options{opts_.dir, id, collection, replication, limit, env_});
-  absl::MutexLock l(&mu_);
+  std::lock_guard l(mu_);
   creating_.erase(id);
   if (!v.ok()) return v.status();
   std::shared_ptr<Volume> shared(std::move(*v));
@@ -77,7 +77,7 @@ absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::
 }
 
 std::shared_ptr<Volume> Store::Get(uint32_t id) const {
-  absl::ReaderMutexLock l(&mu_);
+  std::shared_lock l(mu_);
   auto it = volumes_.find(id);
   return it == volumes_.end() ? nullptr : it->second;
 }
@@ -85,7 +85,7 @@ std::shared_ptr<Volume> Store::Get(uint32_t id) const {
 absl::Status Store::Delete(uint32_t id) {
   std::shared_ptr<Volume> v;
   {
-    absl::MutexLock l(&mu_);
+    std::lock_guard l(mu_);
     auto it = volumes_.find(id);
     if (it == volumes_.end()) return PosixError(ENOENT, kelp::StrCat("volume ", id, " not found"));
     v = std::move(it->second);
@@ -98,7 +98,7 @@ absl::Status Store::Delete(uint32_t id) {
 std::vector<std::shared_ptr<Volume>> Store::List() const {
   std::vector<std::shared_ptr<Volume>> out;
   {
-    absl::ReaderMutexLock l(&mu_);
+    std::shared_lock l(mu_);
     out.reserve(volumes_.size());
     for (const auto& [id, v] : volumes_) out.push_back(v);
   }
@@ -107,7 +107,7 @@ std::vector<std::shared_ptr<Volume>> Store::List() const {
 }
 
 void Store::SetVolumeSizeLimit(uint64_t bytes) {
-  absl::MutexLock l(&mu_);
+  std::lock_guard l(mu_);
   uint64_t limit = bytes == 0 ? opts_.volume_size_limit : std::min(bytes, opts_.volume_size_limit);
   if (limit == size_limit_) return;
   size_limit_ = limit;
@@ -115,7 +115,7 @@ void Store::SetVolumeSizeLimit(uint64_t bytes) {
 }
 
 uint64_t Store::volume_size_limit() const {
-  absl::ReaderMutexLock l(&mu_);
+  std::shared_lock l(mu_);
   return size_limit_;
 }
 

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -14,7 +16,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "volume/store/env.h"
 #include "volume/store/volume.h"
 
@@ -52,7 +53,7 @@ class Store {
  private:
   const Options opts_;
   Env* const env_;
-  mutable absl::Mutex mu_;
+  mutable std::shared_mutex mu_;
   absl::flat_hash_map<uint32_t, std::shared_ptr<Volume>> volumes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint32_t> creating_ ABSL_GUARDED_BY(mu_);  // allocations under way
   uint64_t size_limit_ ABSL_GUARDED_BY(mu_);

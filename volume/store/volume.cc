@@ -94,7 +94,7 @@ absl::Status Volume::CreateFiles() {
   RETURN_IF_ERROR(env_->CreateDir(opts_.dir));
   RETURN_IF_ERROR(env_->Remove(base_ + ".idx"));  // a stale index without its .dat
   ASSIGN_OR_RETURN(std::shared_ptr<File> dat, env_->Open(base_ + ".dat", true));
-  absl::MutexLock l(&write_mu_);
+  std::lock_guard l(write_mu_);
   superblock_.replication = opts_.replication;
   replication_ = opts_.replication;
   std::string sb = EncodeSuperblock(superblock_);
@@ -107,7 +107,7 @@ absl::Status Volume::CreateFiles() {
   ASSIGN_OR_RETURN(std::shared_ptr<File> idx, env_->Open(base_ + ".idx", true));
   RETURN_IF_ERROR(env_->SyncDir(opts_.dir));
   {
-    absl::WriterMutexLock m(&map_mu_);
+    std::lock_guard m(map_mu_);
     dat_ = std::move(dat);
     idx_ = std::move(idx);
   }
@@ -120,7 +120,7 @@ absl::Status Volume::CreateFiles() {
 void Volume::RecomputeStats() {
   uint64_t live = 0, live_bytes = 0, tombstones = 0, max_key = 0, map_bytes = 0;
   {
-    absl::ReaderMutexLock m(&map_mu_);
+    std::shared_lock m(map_mu_);
     map_.ForEach([&](uint64_t key, CompactMap::Value v) {
       max_key = std::max(max_key, key);
       if (v.deleted()) {
@@ -165,7 +165,7 @@ absl::Status Volume::Append(std::string_view needle, std::string_view data_piece
   File* dat;
   File* idx;
   {
-    absl::ReaderMutexLock m(&map_mu_);
+    std::shared_lock m(map_mu_);
     dat = dat_.get();
     idx = idx_.get();
   }
@@ -217,12 +217,12 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
   }
   uint64_t seq;
   {
-    absl::MutexLock l(&write_mu_);
+    std::lock_guard l(write_mu_);
     RETURN_IF_ERROR(CheckWritable(len, false));
     std::optional<CompactMap::Value> old;
     std::shared_ptr<File> dat;
     {
-      absl::ReaderMutexLock m(&map_mu_);
+      std::shared_lock m(map_mu_);
       old = map_.Get(key);
       if (old && !old->deleted()) dat = dat_;
     }
@@ -236,7 +236,7 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
     IndexRecord rec{key, static_cast<uint32_t>(off / format::kAlignment), res.size};
     RETURN_IF_ERROR(Append(head, data_piece, tail, rec));
     {
-      absl::WriterMutexLock m(&map_mu_);
+      std::lock_guard m(map_mu_);
       map_.Set(key, CompactMap::Value{rec.offset_units, rec.size});
       map_bytes_ = map_.MemoryBytes();
     }
@@ -261,12 +261,12 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
   uint64_t seq;
   uint32_t freed;
   {
-    absl::MutexLock l(&write_mu_);
+    std::lock_guard l(write_mu_);
     RETURN_IF_ERROR(CheckWritable(needle.size(), true));
     std::optional<CompactMap::Value> old;
     std::shared_ptr<File> dat;
     {
-      absl::ReaderMutexLock m(&map_mu_);
+      std::shared_lock m(map_mu_);
       old = map_.Get(key);
       dat = dat_;
     }
@@ -277,7 +277,7 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
     IndexRecord rec{key, static_cast<uint32_t>(off / format::kAlignment), format::kTombstoneSize};
     RETURN_IF_ERROR(Append(needle, {}, {}, rec));
     {
-      absl::WriterMutexLock m(&map_mu_);
+      std::lock_guard m(map_mu_);
       map_.Delete(key, rec.offset_units);
     }
     freed = old->size;
@@ -308,7 +308,7 @@ absl::Status Volume::WaitDurable(uint64_t seq) {
     l.unlock();
     std::shared_ptr<File> dat;
     {
-      absl::ReaderMutexLock m(&map_mu_);
+      std::shared_lock m(map_mu_);
       dat = dat_;
     }
     absl::Status s = dat->DataSync();
@@ -328,14 +328,14 @@ absl::Status Volume::WaitDurable(uint64_t seq) {
 }
 
 std::optional<Volume::Handle> Volume::Find(uint64_t key) const {
-  absl::ReaderMutexLock m(&map_mu_);
+  std::shared_lock m(map_mu_);
   auto v = map_.Get(key);
   if (!v || v->deleted()) return std::nullopt;
   return Handle{dat_, uint64_t{v->offset_units} * format::kAlignment, v->size, key};
 }
 
 std::optional<uint32_t> Volume::SizeOf(uint64_t key) const {
-  absl::ReaderMutexLock m(&map_mu_);
+  std::shared_lock m(map_mu_);
   auto v = map_.Get(key);
   if (!v || v->deleted()) return std::nullopt;
   return v->size;
@@ -426,7 +426,7 @@ void Volume::SetSizeLimit(uint64_t bytes) { size_limit_ = bytes; }
 
 absl::Status Volume::Destroy() {
   std::lock_guard c(compact_mu_);
-  absl::MutexLock l(&write_mu_);
+  std::lock_guard l(write_mu_);
   destroyed_ = true;
   ordered_read_only_ = true;
   for (const char* ext : {".dat", ".idx", ".cpd", ".cpx"}) RETURN_IF_ERROR(env_->Remove(base_ + ext));

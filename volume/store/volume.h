@@ -17,13 +17,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "volume/store/compact_map.h"
 #include "volume/store/env.h"
 #include "volume/store/needle.h"
@@ -156,14 +156,14 @@ class Volume {
 
   std::mutex compact_mu_;  // one vacuum at a time
 
-  mutable absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(map_mu_);
+  mutable std::mutex write_mu_ ABSL_ACQUIRED_BEFORE(map_mu_);
   uint64_t end_ ABSL_GUARDED_BY(write_mu_) = 0;      // .dat length
   uint64_t idx_end_ ABSL_GUARDED_BY(write_mu_) = 0;  // .idx length
   Superblock superblock_ ABSL_GUARDED_BY(write_mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(write_mu_) = 0;  // needle bytes of live needles
   bool destroyed_ ABSL_GUARDED_BY(write_mu_) = false;
 
-  mutable absl::Mutex map_mu_;
+  mutable std::shared_mutex map_mu_;
   CompactMap map_ ABSL_GUARDED_BY(map_mu_);
   std::shared_ptr<File> dat_ ABSL_GUARDED_BY(map_mu_);
   std::shared_ptr<File> idx_ ABSL_GUARDED_BY(map_mu_);

@@ -122,10 +122,10 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   Superblock sb;
   CompactResult result;
   {
-    absl::MutexLock l(&write_mu_);
+    std::lock_guard l(write_mu_);
     if (destroyed_) return PosixError(ENOENT, kelp::StrCat("volume ", id(), " was deleted"));
     if (broken_) return PosixError(EIO, kelp::StrCat("volume ", id(), " is broken"));
-    absl::ReaderMutexLock m(&map_mu_);
+    std::shared_lock m(map_mu_);
     live.reserve(file_count_.load());
     map_.ForEach([&](uint64_t key, CompactMap::Value v) {
       if (!v.deleted()) live.push_back(Live{uint64_t{v.offset_units} * format::kAlignment, key, v.size});
@@ -176,7 +176,7 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   uint64_t caught = snap_end;
   uint64_t now_end;
   {
-    absl::MutexLock l(&write_mu_);
+    std::lock_guard l(write_mu_);
     now_end = end_;
   }
   if (absl::Status s = CatchUp(id(), *old_dat, &caught, now_end, &w); !s.ok()) return fail(s);
@@ -184,7 +184,7 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   if (hooks && hooks->after_catchup) hooks->after_catchup();
 
   // 4. The switch.
-  absl::MutexLock l(&write_mu_);
+  std::lock_guard l(write_mu_);
   if (destroyed_) return fail(PosixError(ENOENT, kelp::StrCat("volume ", id(), " was deleted")));
   if (absl::Status s = CatchUp(id(), *old_dat, &caught, end_, &w); !s.ok()) return fail(s);
   if (absl::Status s = w.Sync(); !s.ok()) return fail(s);
@@ -194,7 +194,7 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   if (absl::Status s = env_->Rename(cpx, base_ + ".idx"); !s.ok()) spdlog::error("volume {}: {}", id(), s);
   if (absl::Status s = env_->SyncDir(opts_.dir); !s.ok()) spdlog::error("volume {}: {}", id(), s);
   {
-    absl::WriterMutexLock m(&map_mu_);
+    std::lock_guard m(map_mu_);
     map_ = std::move(w.map());
     dat_ = w.dat();
     idx_ = w.idx();

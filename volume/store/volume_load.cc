@@ -27,7 +27,7 @@ void Volume::RecoverCompactionFiles() {
 
 absl::Status Volume::Load() {
   RecoverCompactionFiles();
-  absl::MutexLock l(&write_mu_);
+  std::lock_guard l(write_mu_);
   ASSIGN_OR_RETURN(std::shared_ptr<File> dat, env_->Open(base_ + ".dat", false));
   ASSIGN_OR_RETURN(uint64_t dat_size, dat->Size());
   if (dat_size < format::kSuperblockSize) {
@@ -52,7 +52,7 @@ absl::Status Volume::Load() {
   for (char ch : replication_) copies_ += ch - '0';
   ASSIGN_OR_RETURN(std::shared_ptr<File> idx, env_->Open(base_ + ".idx", true));
   {
-    absl::WriterMutexLock m(&map_mu_);
+    std::lock_guard m(map_mu_);
     dat_ = std::move(dat);
     idx_ = std::move(idx);
   }
@@ -68,7 +68,7 @@ absl::Status Volume::Load() {
 absl::Status Volume::LoadIndex(uint64_t dat_size, uint64_t* indexed_end) {
   std::shared_ptr<File> dat, idx;
   {
-    absl::ReaderMutexLock m(&map_mu_);
+    std::shared_lock m(map_mu_);
     dat = dat_;
     idx = idx_;
   }
@@ -82,7 +82,7 @@ absl::Status Volume::LoadIndex(uint64_t dat_size, uint64_t* indexed_end) {
   uint64_t good = 0;  // bytes of valid records
   std::optional<IndexRecord> last;
   std::string buf;
-  absl::WriterMutexLock m(&map_mu_);
+  std::lock_guard m(map_mu_);
   bool stop = false;
   for (uint64_t pos = 0; pos < whole && !stop; pos += buf.size()) {
     buf.resize(std::min<uint64_t>(kIndexChunk, whole - pos));
@@ -130,7 +130,7 @@ absl::Status Volume::LoadIndex(uint64_t dat_size, uint64_t* indexed_end) {
 absl::Status Volume::ScanTail(uint64_t from, uint64_t dat_size) {
   std::shared_ptr<File> dat, idx;
   {
-    absl::ReaderMutexLock m(&map_mu_);
+    std::shared_lock m(map_mu_);
     dat = dat_;
     idx = idx_;
   }
@@ -149,7 +149,7 @@ absl::Status Volume::ScanTail(uint64_t from, uint64_t dat_size) {
         const DecodedNeedle& n = scanner.needle();
         IndexRecord r{n.header.key, static_cast<uint32_t>(scanner.offset() / format::kAlignment), n.header.size};
         {
-          absl::WriterMutexLock m(&map_mu_);
+          std::lock_guard m(map_mu_);
           if (r.tombstone()) {
             map_.Delete(r.key, r.offset_units);
           } else {
