@@ -193,13 +193,16 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
   bool has_body = !body.empty() || method == "PUT" || method == "POST";
   if (has_body) kelp::StrAppend(&head, "Content-Length: ", body.size(), "\r\n");
   head += "\r\n";
+  absl::Status sent;
   if (body.size() <= (64 << 10)) {
     head.append(body);
-    RETURN_IF_ERROR(SendAll(fd, head));
+    sent = SendAll(fd, head);
   } else {
-    RETURN_IF_ERROR(SendAll(fd, head));
-    RETURN_IF_ERROR(SendAll(fd, body));
+    sent = SendAll(fd, head);
+    if (sent.ok()) sent = SendAll(fd, body);
   }
+  // A server may answer before taking the whole body (413, 507...) and close: its answer
+  // is still in our socket, so read it rather than report the failed send.
 
   RecvBuffer buf;
   size_t pos = 0;
@@ -237,7 +240,7 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
       return absl::UnavailableError(kelp::StrCat("bad response from ", host_port, ": ", r.error));
     }
     if (buf.size() - pos > (64 << 10)) return absl::UnavailableError("response head too large");
-    RETURN_IF_ERROR(read_more());
+    if (absl::Status r = read_more(); !r.ok()) return sent.ok() ? r : sent;
   }
 
   ClientResponse resp;
@@ -282,7 +285,7 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
       left -= take;
     }
   }
-  *keep_alive = rh.keep_alive && pos == buf.size();
+  *keep_alive = sent.ok() && rh.keep_alive && pos == buf.size();
   return resp;
 }
 

@@ -115,8 +115,12 @@ void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const F
   std::optional<Volume::Handle> handle = v->Find(fid.key);
   if (!handle) return w.SendError(404, "not found");
 
-  // Verify before a single byte leaves: a corrupt needle is an error, never data.
-  thread_local std::string buf;
+  // Verify before a single byte leaves: a corrupt needle is an error, never data. Small
+  // needles reuse a per-thread buffer; larger ones get their own, so that 64 workers do not
+  // each keep megabytes.
+  thread_local std::string small_buf;
+  std::string large_buf;
+  std::string& buf = handle->size <= opts_.inline_read_max ? small_buf : large_buf;
   absl::StatusOr<DecodedNeedle> n =
       handle->size <= kBufferedReadMax ? v->Read(*handle, fid.cookie, &buf) : v->Verify(*handle, fid.cookie);
   if (!n.ok()) {
