@@ -77,18 +77,49 @@ wait_http "http://127.0.0.1:$NPORT/blob"
 WRK=(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION")
 echo "wrk -t$THREADS -c$CONNS -d$DURATION, 1 KiB bodies, $(nproc) cores, best of $ROUNDS alternating rounds"
 best() { local b=0; for x in "$@"; do [ "$x" -gt "$b" ] && b=$x; done; echo "$b"; }
+# CPU time (clock ticks) of a process and its children's threads, and request counts: the
+# server CPU spent per GET does not depend on what else the machine is doing.
+ticks() { local t=0 p f; for p in "$@"; do for f in /proc/"$p"/task/*/stat; do
+  t=$((t + $(awk '{print $14 + $15}' "$f"))); done; done; echo "$t"; }
+NGINX_PIDS=("${PIDS[1]}" $(pgrep -P "${PIDS[1]}"))
+ng_ticks=0 vg_ticks=0 ng_reqs=0 vg_reqs=0
+get_run() {  # url pids... -> rps; adds to the tick and request totals of $KIND
+  local url=$1; shift
+  local t0 out t1 n
+  t0=$(ticks "$@")
+  out=$("${WRK[@]}" "$url")
+  t1=$(ticks "$@")
+  n=$(echo "$out" | awk '/requests in/ {print $1}')
+  echo "$((t1 - t0)) $n $(echo "$out" | rps)"
+}
 ng=() vg=() np=() vp=()
 for r in $(seq "$ROUNDS"); do
-  ng+=("$("${WRK[@]}" "http://127.0.0.1:$NPORT/blob" | rps)")
-  vg+=("$("${WRK[@]}" "http://127.0.0.1:$VPORT/$FID" | rps)")
+  read -r t n x < <(get_run "http://127.0.0.1:$NPORT/blob" "${NGINX_PIDS[@]}")
+  ng+=("$x") && ng_ticks=$((ng_ticks + t)) && ng_reqs=$((ng_reqs + n))
+  read -r t n x < <(get_run "http://127.0.0.1:$VPORT/$FID" "${PIDS[0]}")
+  vg+=("$x") && vg_ticks=$((vg_ticks + t)) && vg_reqs=$((vg_reqs + n))
   np+=("$("${WRK[@]}" -s bench/volume/webdav_put.lua "http://127.0.0.1:$NPORT" | rps)")
   vp+=("$(WRK_KEY_BASE=$((r * 0x1000000)) "${WRK[@]}" -s bench/volume/put.lua "http://127.0.0.1:$VPORT" | rps)")
   echo "  round $r: GET nginx ${ng[-1]} volume ${vg[-1]}; PUT nginx ${np[-1]} volume ${vp[-1]}"
 done
+# Durable writes: every PUT waits for fdatasync, concurrent ones share it (group commit).
+syncs() { curl -fs "http://127.0.0.1:$VPORT/metrics" | awk '/^kelp_volume_fdatasyncs_total/ {print int($2)}'; }
+s0=$(syncs)
+fsync_out=$(WRK_KEY_BASE=$((9 * 0x1000000)) WRK_QUERY='?fsync=true' "${WRK[@]}" -s bench/volume/put.lua \
+  "http://127.0.0.1:$VPORT")
+fsync_put=$(echo "$fsync_out" | rps)
+fsync_reqs=$(echo "$fsync_out" | awk '/requests in/ {print $1}')
+fsync_syncs=$(($(syncs) - s0))
 ngx_get=$(best "${ng[@]}") vol_get=$(best "${vg[@]}") ngx_put=$(best "${np[@]}") vol_put=$(best "${vp[@]}")
 rss=$(awk '/VmRSS/ {print $2}' "/proc/${PIDS[0]}/status")
 printf "GET  nginx static %8d req/s   volume %8d req/s   ratio %.2f\n" "$ngx_get" "$vol_get" \
   "$(awk -v a="$vol_get" -v b="$ngx_get" 'BEGIN {print a / b}')"
+hz=$(getconf CLK_TCK)
+printf "GET  server CPU per request: nginx %.1f us, volume %.1f us\n" \
+  "$(awk -v t="$ng_ticks" -v n="$ng_reqs" -v hz="$hz" 'BEGIN {print t * 1e6 / hz / n}')" \
+  "$(awk -v t="$vg_ticks" -v n="$vg_reqs" -v hz="$hz" 'BEGIN {print t * 1e6 / hz / n}')"
 printf "PUT  nginx webdav %8d req/s   volume %8d req/s   ratio %.2f\n" "$ngx_put" "$vol_put" \
   "$(awk -v a="$vol_put" -v b="$ngx_put" 'BEGIN {print a / b}')"
+printf "PUT  ?fsync=true                     volume %8d req/s   (%d fdatasyncs for %d writes)\n" \
+  "$fsync_put" "$fsync_syncs" "$fsync_reqs"
 echo "volume server resident after the runs: $((rss / 1024)) MiB"

@@ -2,7 +2,7 @@
 //   kelp_volume_requests_total{method,code}        requests answered
 //   kelp_volume_request_seconds{method}            latency histogram
 //   kelp_volume_bytes_total{direction="in"|"out"}  blob bytes received and sent
-//   kelp_volume_checksum_failures_total            (counted by the store)
+//   kelp_volume_checksum_failures_total, kelp_volume_fdatasyncs_total  (counted by the store)
 //   kelp_volume_needles{server}, kelp_volume_bytes{server}, kelp_volume_count{server},
 //   kelp_volume_index_memory_bytes{server}, kelp_volume_resident_bytes{server}  (at scrape time)
 // Counters are shared by every volume server in the process; the scrape-time gauges are

@@ -28,6 +28,12 @@ Counter* ChecksumFailureCounter() {
   return c;
 }
 
+Counter* SyncCounter() {
+  static Counter* c = MetricsRegistry::Default().GetCounter(
+      "kelp_volume_fdatasyncs_total", "fdatasync calls made for durable writes (shared by group commit)");
+  return c;
+}
+
 absl::StatusOr<int> CopiesOf(std::string_view replication) {
   if (replication.size() != 3) {
     return absl::InvalidArgumentError(kelp::StrCat("bad replication \"", replication, "\": want three digits"));
@@ -312,6 +318,7 @@ absl::Status Volume::WaitDurable(uint64_t seq) {
       dat = dat_;
     }
     absl::Status s = dat->DataSync();
+    SyncCounter()->Inc();
     l.lock();
     sync_running_ = false;
     sync_cv_.notify_all();
