@@ -43,16 +43,18 @@ int FreePort() {
 
 class VolumeProcess {
  public:
-  VolumeProcess(std::string dir, int port, int grpc_port) : dir_(std::move(dir)), port_(port), grpc_port_(grpc_port) {}
+  VolumeProcess(std::string dir, int port, int grpc_port)
+      : dir_(std::move(dir)), port_(port), grpc_port_(grpc_port) {}
   ~VolumeProcess() { Kill(SIGKILL); }
 
   void Start() {
     pid_ = fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
-      std::string d = "-dir=" + dir_, p = "-port=" + std::to_string(port_), g = "-port.grpc=" + std::to_string(grpc_port_);
-      execl(KELP_BINARY, KELP_BINARY, "volume", d.c_str(), p.c_str(), g.c_str(), "-filer=", "-logLevel=warn",
-            "-vacuumIntervalSec=0", static_cast<char*>(nullptr));
+      std::string d = "-dir=" + dir_, p = "-port=" + std::to_string(port_),
+                  g = "-port.grpc=" + std::to_string(grpc_port_);
+      execl(KELP_BINARY, KELP_BINARY, "volume", d.c_str(), p.c_str(), g.c_str(),
+            "-filer=", "-logLevel=warn", "-vacuumIntervalSec=0", static_cast<char*>(nullptr));
       _exit(127);
     }
     VolumeClient c;
@@ -87,7 +89,8 @@ TEST_CASE("kill -9 during writes loses nothing acknowledged") {
   TempDir dir;
   VolumeProcess server(dir.path(), FreePort(), FreePort());
   server.Start();
-  int rc = std::system((std::string(VOLUME_TOOL) + " allocate " + server.grpc() + " 1 >/dev/null").c_str());
+  int rc = std::system(
+      (std::string(VOLUME_TOOL) + " allocate " + server.grpc() + " 1 >/dev/null").c_str());
   REQUIRE(rc == 0);
 
   VolumeClient client;
@@ -100,7 +103,8 @@ TEST_CASE("kill -9 during writes loses nothing acknowledged") {
     writers.emplace_back([&, t] {
       while (!stop) {
         uint64_t key = next++;
-        auto r = client.Upload(server.url(), FileId{1, key, 0xfeed}.ToString(), Blob(key), t % 4 == 0);
+        auto r =
+            client.Upload(server.url(), FileId{1, key, 0xfeed}.ToString(), Blob(key), t % 4 == 0);
         if (r.ok()) {
           std::lock_guard l(mu);
           acked.push_back(key);

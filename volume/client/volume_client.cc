@@ -34,27 +34,38 @@ std::string Target(std::string_view fid) { return kelp::StrCat("/", fid); }
 absl::Status StatusFromHttp(int status, std::string_view body, std::string_view what) {
   std::string msg = kelp::StrCat(what, ": HTTP ", status, ": ", ErrorText(body));
   switch (status) {
-    case 404: return PosixError(ENOENT, msg);
-    case 507: return PosixError(ENOSPC, msg);
-    case 413: return PosixError(EFBIG, msg);
-    case 403: return PosixError(EROFS, msg);
-    case 409: return PosixError(EEXIST, msg);
-    case 400: return PosixError(EINVAL, msg);
-    case 416: return absl::OutOfRangeError(msg);
-    case 503: return absl::UnavailableError(msg);
-    default: return PosixError(EIO, msg);
+    case 404:
+      return PosixError(ENOENT, msg);
+    case 507:
+      return PosixError(ENOSPC, msg);
+    case 413:
+      return PosixError(EFBIG, msg);
+    case 403:
+      return PosixError(EROFS, msg);
+    case 409:
+      return PosixError(EEXIST, msg);
+    case 400:
+      return PosixError(EINVAL, msg);
+    case 416:
+      return absl::OutOfRangeError(msg);
+    case 503:
+      return absl::UnavailableError(msg);
+    default:
+      return PosixError(EIO, msg);
   }
 }
 
 struct VolumeClient::Stubs {
   std::mutex mu;
-  std::map<std::string, std::unique_ptr<VolumeService::Stub>, std::less<>> stubs ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::unique_ptr<VolumeService::Stub>, std::less<>> stubs
+      ABSL_GUARDED_BY(mu);
 
   VolumeService::Stub* Get(std::string_view address) {
     std::lock_guard l(mu);
     auto it = stubs.find(address);
     if (it == stubs.end()) {
-      auto stub = VolumeService::NewStub(grpc::CreateChannel(std::string(address), grpc::InsecureChannelCredentials()));
+      auto stub = VolumeService::NewStub(
+          grpc::CreateChannel(std::string(address), grpc::InsecureChannelCredentials()));
       it = stubs.emplace(std::string(address), std::move(stub)).first;
     }
     return it->second.get();
@@ -64,13 +75,14 @@ struct VolumeClient::Stubs {
 VolumeClient::VolumeClient() : VolumeClient(Options{}) {}
 
 VolumeClient::VolumeClient(Options options)
-    : http_(http::HttpClient::Options{options.connect_timeout_ms, options.io_timeout_ms, options.max_idle_per_host,
-                                      size_t{4096} << 20}),
+    : http_(http::HttpClient::Options{options.connect_timeout_ms, options.io_timeout_ms,
+                                      options.max_idle_per_host, size_t{4096} << 20}),
       stubs_(std::make_unique<Stubs>()) {}
 
 VolumeClient::~VolumeClient() = default;
 
-absl::StatusOr<VolumeClient::UploadResult> VolumeClient::Upload(std::string_view location, std::string_view fid,
+absl::StatusOr<VolumeClient::UploadResult> VolumeClient::Upload(std::string_view location,
+                                                                std::string_view fid,
                                                                 std::string_view data, bool fsync) {
   std::string what = kelp::StrCat("upload ", fid, " to ", location);
   std::string target = Target(fid);
@@ -79,16 +91,19 @@ absl::StatusOr<VolumeClient::UploadResult> VolumeClient::Upload(std::string_view
   h.Set("Content-Type", "application/octet-stream");
   auto resp = http_.Do("PUT", location, target, h, data);
   if (!resp.ok()) return Transport(resp.status(), what);
-  if (resp->status != 201 && resp->status != 200) return StatusFromHttp(resp->status, resp->body, what);
+  if (resp->status != 201 && resp->status != 200)
+    return StatusFromHttp(resp->status, resp->body, what);
   UploadResult r;
   r.size = data.size();
   std::string_view etag = resp->headers.Get("ETag");
-  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"')
+    etag = etag.substr(1, etag.size() - 2);
   r.etag = std::string(etag);
   return r;
 }
 
-absl::Status VolumeClient::Read(std::string_view location, std::string_view fid, uint64_t offset, uint64_t length,
+absl::Status VolumeClient::Read(std::string_view location, std::string_view fid, uint64_t offset,
+                                uint64_t length,
                                 const std::function<absl::Status(std::string_view)>& sink) {
   std::string what = kelp::StrCat("read ", fid, " from ", location);
   http::Headers h;
@@ -99,13 +114,14 @@ absl::Status VolumeClient::Read(std::string_view location, std::string_view fid,
   const bool ranged = offset > 0 || length > 0;
   uint64_t left = length > 0 ? length : UINT64_MAX;
   absl::Status sink_error;
-  auto resp = http_.Do("GET", location, Target(fid), h, {}, [&](std::string_view piece) -> absl::Status {
-    if (piece.size() > left) piece = piece.substr(0, left);
-    left -= piece.size();
-    if (piece.empty()) return absl::OkStatus();
-    sink_error = sink(piece);
-    return sink_error;
-  });
+  auto resp =
+      http_.Do("GET", location, Target(fid), h, {}, [&](std::string_view piece) -> absl::Status {
+        if (piece.size() > left) piece = piece.substr(0, left);
+        left -= piece.size();
+        if (piece.empty()) return absl::OkStatus();
+        sink_error = sink(piece);
+        return sink_error;
+      });
   if (!sink_error.ok()) return sink_error;
   if (!resp.ok()) return Transport(resp.status(), what);
   if (resp->status == 206 || (resp->status == 200 && !ranged)) return absl::OkStatus();
@@ -118,8 +134,8 @@ absl::Status VolumeClient::Read(std::string_view location, std::string_view fid,
   return StatusFromHttp(resp->status, resp->body, what);
 }
 
-absl::StatusOr<std::string> VolumeClient::Read(std::string_view location, std::string_view fid, uint64_t offset,
-                                               uint64_t length) {
+absl::StatusOr<std::string> VolumeClient::Read(std::string_view location, std::string_view fid,
+                                               uint64_t offset, uint64_t length) {
   std::string out;
   RETURN_IF_ERROR(Read(location, fid, offset, length, [&](std::string_view piece) {
     out.append(piece);
@@ -132,7 +148,8 @@ absl::StatusOr<uint64_t> VolumeClient::Delete(std::string_view location, std::st
   std::string what = kelp::StrCat("delete ", fid, " on ", location);
   auto resp = http_.Do("DELETE", location, Target(fid));
   if (!resp.ok()) return Transport(resp.status(), what);
-  if (resp->status != 202 && resp->status != 200) return StatusFromHttp(resp->status, resp->body, what);
+  if (resp->status != 202 && resp->status != 200)
+    return StatusFromHttp(resp->status, resp->body, what);
   uint64_t size = 0;
   size_t k = resp->body.find("\"size\":");
   if (k != std::string::npos) {
@@ -153,13 +170,15 @@ absl::StatusOr<std::vector<VolumeClient::DeleteResult>> VolumeClient::BatchDelet
   grpc::Status s = stubs_->Get(grpc_address)->BatchDelete(&ctx, req, &resp);
   if (!s.ok()) {
     absl::Status st = FromGrpcStatus(s);
-    if (st.code() == absl::StatusCode::kUnavailable || st.code() == absl::StatusCode::kDeadlineExceeded) {
+    if (st.code() == absl::StatusCode::kUnavailable ||
+        st.code() == absl::StatusCode::kDeadlineExceeded) {
       return Transport(st, kelp::StrCat("batch delete on ", grpc_address));
     }
     return st;
   }
   std::vector<DeleteResult> out;
-  for (const auto& r : resp.results()) out.push_back(DeleteResult{r.fid(), r.status(), r.error(), r.size()});
+  for (const auto& r : resp.results())
+    out.push_back(DeleteResult{r.fid(), r.status(), r.error(), r.size()});
   return out;
 }
 

@@ -27,9 +27,9 @@ namespace kelp::volume {
 class VolumeClient {
  public:
   struct Options {
-    int connect_timeout_ms = 3000;   // per connection attempt
-    int io_timeout_ms = 30000;       // per socket read/write
-    size_t max_idle_per_host = 64;   // pooled keep-alive connections per server
+    int connect_timeout_ms = 3000;  // per connection attempt
+    int io_timeout_ms = 30000;      // per socket read/write
+    size_t max_idle_per_host = 64;  // pooled keep-alive connections per server
   };
   VolumeClient();
   explicit VolumeClient(Options options);
@@ -41,16 +41,16 @@ class VolumeClient {
   };
   // PUTs data as blob fid on the server at location ("host:port"). fsync: durable on every
   // replica before the reply.
-  absl::StatusOr<UploadResult> Upload(std::string_view location, std::string_view fid, std::string_view data,
-                                      bool fsync = false);
+  absl::StatusOr<UploadResult> Upload(std::string_view location, std::string_view fid,
+                                      std::string_view data, bool fsync = false);
 
   // Reads length bytes of blob fid from offset (length 0 = to the end).
-  absl::StatusOr<std::string> Read(std::string_view location, std::string_view fid, uint64_t offset = 0,
-                                   uint64_t length = 0);
+  absl::StatusOr<std::string> Read(std::string_view location, std::string_view fid,
+                                   uint64_t offset = 0, uint64_t length = 0);
   // The same, delivering the bytes to sink in pieces as they arrive; an error from sink
   // aborts the transfer and is returned.
-  absl::Status Read(std::string_view location, std::string_view fid, uint64_t offset, uint64_t length,
-                    const std::function<absl::Status(std::string_view)>& sink);
+  absl::Status Read(std::string_view location, std::string_view fid, uint64_t offset,
+                    uint64_t length, const std::function<absl::Status(std::string_view)>& sink);
 
   // Deletes blob fid (and its replicas); returns the bytes freed. ENOENT if absent.
   absl::StatusOr<uint64_t> Delete(std::string_view location, std::string_view fid);

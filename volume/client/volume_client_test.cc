@@ -44,7 +44,8 @@ TEST_CASE("upload, ranged read, streaming read, delete") {
   CHECK(streamed == data);
   CHECK(pieces >= 1);
   // A sink error aborts the read and comes back as is.
-  absl::Status stop = c.Read(t.addr(), fid, 0, 0, [](std::string_view) { return absl::CancelledError("enough"); });
+  absl::Status stop =
+      c.Read(t.addr(), fid, 0, 0, [](std::string_view) { return absl::CancelledError("enough"); });
   CHECK(stop.code() == absl::StatusCode::kCancelled);
 
   CHECK(kelp::ErrnoOf(c.Read(t.addr(), fid, 300000, 0).status()) == EINVAL);  // 416: OutOfRange
@@ -64,7 +65,9 @@ TEST_CASE("errors carry errnos") {
   REQUIRE(t.server->store().Allocate(1, "", "000").ok());
   VolumeClient c;
   CHECK(kelp::ErrnoOf(c.Upload(t.addr(), "1,", "x").status()) == EINVAL);
-  CHECK(kelp::ErrnoOf(c.Upload(t.addr(), FileId{1, 1, 1}.ToString(), std::string(2 << 20, 'x')).status()) == EFBIG);
+  CHECK(kelp::ErrnoOf(
+            c.Upload(t.addr(), FileId{1, 1, 1}.ToString(), std::string(2 << 20, 'x')).status()) ==
+        EFBIG);
   env.SetWriteBudget(0);
   CHECK(kelp::ErrnoOf(c.Upload(t.addr(), FileId{1, 2, 1}.ToString(), "x").status()) == ENOSPC);
   env.SetWriteBudget(-1);

@@ -11,7 +11,8 @@
 
 namespace kelp::volume {
 
-BlobService::BlobService(Store* store, LocationProvider* locations, http::HttpClient* client, ThreadPool* fanout)
+BlobService::BlobService(Store* store, LocationProvider* locations, http::HttpClient* client,
+                         ThreadPool* fanout)
     : store_(store), locations_(locations), client_(client), fanout_(fanout) {}
 
 void BlobService::SetSelfUrls(std::vector<std::string> urls) {
@@ -35,8 +36,8 @@ bool BlobService::Replicated(uint32_t vid) const {
   return v && v->copies() > 1;
 }
 
-absl::StatusOr<Volume::WriteResult> BlobService::Write(const FileId& fid, std::string_view data, bool fsync,
-                                                       bool from_client) {
+absl::StatusOr<Volume::WriteResult> BlobService::Write(const FileId& fid, std::string_view data,
+                                                       bool fsync, bool from_client) {
   ASSIGN_OR_RETURN(std::shared_ptr<Volume> v, GetVolume(fid.volume_id));
   const bool replicate = from_client && v->copies() > 1;
   const bool existed = replicate && v->SizeOf(fid.key).has_value();
@@ -64,13 +65,15 @@ absl::StatusOr<uint32_t> BlobService::Delete(const FileId& fid, bool fsync, bool
   return local;
 }
 
-absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::string_view method, std::string_view body,
-                                  bool fsync) {
+absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::string_view method,
+                                  std::string_view body, bool fsync) {
   if (locations_ == nullptr) {
     return absl::UnavailableError(
-        kelp::StrCat("volume ", v.id(), " keeps ", v.copies(), " copies but this server knows no filer to find them"));
+        kelp::StrCat("volume ", v.id(), " keeps ", v.copies(),
+                     " copies but this server knows no filer to find them"));
   }
-  std::string path = kelp::StrCat("/", fid.ToString(), "?type=replicate", fsync ? "&fsync=true" : "");
+  std::string path =
+      kelp::StrCat("/", fid.ToString(), "?type=replicate", fsync ? "&fsync=true" : "");
   absl::Status last;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (attempt > 0) locations_->Invalidate(v.id());
@@ -81,11 +84,13 @@ absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::strin
     }
     std::vector<std::string> targets;
     for (const std::string& u : *urls) {
-      if (!IsSelf(u) && std::find(targets.begin(), targets.end(), u) == targets.end()) targets.push_back(u);
+      if (!IsSelf(u) && std::find(targets.begin(), targets.end(), u) == targets.end())
+        targets.push_back(u);
     }
     if (static_cast<int>(targets.size()) < v.copies() - 1) {
-      last = absl::UnavailableError(kelp::StrCat("volume ", v.id(), " needs ", v.copies() - 1, " replicas, ",
-                                                 targets.size(), " are known alive"));
+      last =
+          absl::UnavailableError(kelp::StrCat("volume ", v.id(), " needs ", v.copies() - 1,
+                                              " replicas, ", targets.size(), " are known alive"));
       continue;
     }
     last = ForwardOnce(v, targets, method, path, body);
@@ -104,7 +109,8 @@ absl::Status BlobService::ForwardOnce(const Volume& v, const std::vector<std::st
     int st = resp->status;
     bool ok = method == "DELETE" ? (st == 202 || st == 200 || st == 404) : (st == 201 || st == 200);
     if (ok) return absl::OkStatus();
-    return absl::UnavailableError(kelp::StrCat("replica ", url, " answered ", st, ": ", resp->body));
+    return absl::UnavailableError(
+        kelp::StrCat("replica ", url, " answered ", st, ": ", resp->body));
   };
   // All but the last target on the fan-out pool, the last one on this thread.
   std::mutex mu;
@@ -134,7 +140,8 @@ absl::Status BlobService::ForwardOnce(const Volume& v, const std::vector<std::st
   return first_error;
 }
 
-std::vector<BlobService::DeleteResult> BlobService::BatchDelete(const std::vector<std::string>& fids) {
+std::vector<BlobService::DeleteResult> BlobService::BatchDelete(
+    const std::vector<std::string>& fids) {
   std::vector<DeleteResult> out;
   out.reserve(fids.size());
   for (const std::string& f : fids) {

@@ -29,14 +29,16 @@ namespace kelp::volume {
 class BlobService {
  public:
   // locations may be null (standalone server): replicated volumes then refuse client writes.
-  BlobService(Store* store, LocationProvider* locations, http::HttpClient* client, ThreadPool* fanout);
+  BlobService(Store* store, LocationProvider* locations, http::HttpClient* client,
+              ThreadPool* fanout);
 
   // This server's own addresses ("ip:port", public URL), never forwarded to. Set once the
   // server listens (its port may have been picked by the kernel).
   void SetSelfUrls(std::vector<std::string> urls);
 
   // from_client: false for a ?type=replicate request from a primary (not forwarded again).
-  absl::StatusOr<Volume::WriteResult> Write(const FileId& fid, std::string_view data, bool fsync, bool from_client);
+  absl::StatusOr<Volume::WriteResult> Write(const FileId& fid, std::string_view data, bool fsync,
+                                            bool from_client);
   // Returns the deleted data size.
   absl::StatusOr<uint32_t> Delete(const FileId& fid, bool fsync, bool from_client);
 
@@ -55,10 +57,11 @@ class BlobService {
  private:
   absl::StatusOr<std::shared_ptr<Volume>> GetVolume(uint32_t vid) const;
   // Sends method /fid?type=replicate[&fsync=true] with body to every other copy.
-  absl::Status Forward(const Volume& v, const FileId& fid, std::string_view method, std::string_view body,
-                       bool fsync);
-  absl::Status ForwardOnce(const Volume& v, const std::vector<std::string>& targets, std::string_view method,
-                           const std::string& target_path, std::string_view body);
+  absl::Status Forward(const Volume& v, const FileId& fid, std::string_view method,
+                       std::string_view body, bool fsync);
+  absl::Status ForwardOnce(const Volume& v, const std::vector<std::string>& targets,
+                           std::string_view method, const std::string& target_path,
+                           std::string_view body);
 
   bool IsSelf(const std::string& url) const;
 

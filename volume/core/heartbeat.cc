@@ -85,7 +85,8 @@ void Heartbeater::Run() {
     cluster::HeartbeatRequest req = BuildRequest();
     cluster::HeartbeatResponse resp;
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(std::max(pulse_ms * 3, 3000)));
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(std::max(pulse_ms * 3, 3000)));
     {
       std::lock_guard l(mu_);
       if (stop_) return;
@@ -99,7 +100,8 @@ void Heartbeater::Run() {
     }
     if (s.ok()) {
       if (!connected_.exchange(true) || outage_logged) {
-        spdlog::info("volume server {}:{}: heartbeating to filer {}", opts_.ip, opts_.port, opts_.filer_grpc);
+        spdlog::info("volume server {}:{}: heartbeating to filer {}", opts_.ip, opts_.port,
+                     opts_.filer_grpc);
       }
       outage_logged = false;
       beats_.fetch_add(1);
@@ -108,8 +110,8 @@ void Heartbeater::Run() {
     } else {
       connected_ = false;
       if (!outage_logged) {
-        spdlog::warn("volume server {}:{}: heartbeat to filer {} failed ({}); retrying every {} ms", opts_.ip,
-                     opts_.port, opts_.filer_grpc, s.error_message(), pulse_ms);
+        spdlog::warn("volume server {}:{}: heartbeat to filer {} failed ({}); retrying every {} ms",
+                     opts_.ip, opts_.port, opts_.filer_grpc, s.error_message(), pulse_ms);
         outage_logged = true;
       }
     }

@@ -24,12 +24,12 @@ class Heartbeater {
   struct Options {
     std::string filer_grpc;  // "host:port" of the filer's gRPC service
     std::string ip;
-    uint32_t port = 0;       // HTTP
+    uint32_t port = 0;  // HTTP
     uint32_t grpc_port = 0;
     std::string public_url;
     std::string data_center;
     std::string rack;
-    int pulse_ms = 1000;     // until the filer says otherwise
+    int pulse_ms = 1000;  // until the filer says otherwise
   };
 
   Heartbeater(Options options, Store* store);
@@ -55,7 +55,8 @@ class Heartbeater {
   std::condition_variable cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool triggered_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::ClientContext* active_ ABSL_GUARDED_BY(mu_) = nullptr;  // the call in flight, cancelled by Stop
+  grpc::ClientContext* active_ ABSL_GUARDED_BY(mu_) =
+      nullptr;  // the call in flight, cancelled by Stop
   std::atomic<bool> connected_{false};
   std::atomic<uint64_t> beats_{0};
 };

@@ -3,8 +3,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "shared/grpc_status.h"
-#include "volume/core/heartbeat.h"
 #include "shared/strings.h"
+#include "volume/core/heartbeat.h"
 
 namespace kelp::volume {
 
@@ -27,13 +27,14 @@ absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t 
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
   grpc::Status s = stub_->LookupVolume(&ctx, req, &resp);
   if (!s.ok()) {
-    return absl::UnavailableError(kelp::StrCat("looking up volume ", vid, " at filer ", filer_grpc_, ": ",
-                                               s.error_message()));
+    return absl::UnavailableError(kelp::StrCat("looking up volume ", vid, " at filer ", filer_grpc_,
+                                               ": ", s.error_message()));
   }
   std::vector<std::string> urls;
   for (const auto& v : resp.volumes()) {
     if (v.volume_id() != vid) continue;
-    if (!v.error().empty()) return absl::UnavailableError(kelp::StrCat("volume ", vid, ": ", v.error()));
+    if (!v.error().empty())
+      return absl::UnavailableError(kelp::StrCat("volume ", vid, ": ", v.error()));
     for (const auto& loc : v.locations()) urls.push_back(loc.url());
   }
   std::lock_guard l(mu_);

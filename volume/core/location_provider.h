@@ -30,7 +30,8 @@ class LocationProvider {
 class FilerLocationProvider : public LocationProvider {
  public:
   // filer_grpc: "host:port" of the filer's gRPC service. ttl: how long an answer is reused.
-  FilerLocationProvider(std::string filer_grpc, std::chrono::milliseconds ttl = std::chrono::seconds(10));
+  FilerLocationProvider(std::string filer_grpc,
+                        std::chrono::milliseconds ttl = std::chrono::seconds(10));
 
   absl::StatusOr<std::vector<std::string>> Lookup(uint32_t vid) override;
   void Invalidate(uint32_t vid) override;

@@ -29,13 +29,17 @@ int VolumeMetrics::CodeIndex(int code) {
 VolumeMetrics::VolumeMetrics(Store* store) : store_(store) {
   auto& reg = MetricsRegistry::Default();
   for (int m = 0; m < kMethods; ++m) {
-    latency_[m] = reg.GetHistogram("kelp_volume_request_seconds", "Volume server request latency in seconds",
-                                   {{"method", std::string(kMethodNames[m])}});
+    latency_[m] =
+        reg.GetHistogram("kelp_volume_request_seconds", "Volume server request latency in seconds",
+                         {{"method", std::string(kMethodNames[m])}});
   }
-  bytes_in_ = reg.GetCounter("kelp_volume_bytes_total", "Blob bytes received and sent", {{"direction", "in"}});
-  bytes_out_ = reg.GetCounter("kelp_volume_bytes_total", "Blob bytes received and sent", {{"direction", "out"}});
+  bytes_in_ = reg.GetCounter("kelp_volume_bytes_total", "Blob bytes received and sent",
+                             {{"direction", "in"}});
+  bytes_out_ = reg.GetCounter("kelp_volume_bytes_total", "Blob bytes received and sent",
+                              {{"direction", "out"}});
   // Make the failure counter visible (as 0) before the first failure.
-  reg.GetCounter("kelp_volume_checksum_failures_total", "Needles whose checksum or header did not verify on read");
+  reg.GetCounter("kelp_volume_checksum_failures_total",
+                 "Needles whose checksum or header did not verify on read");
 }
 
 void VolumeMetrics::AddServerGauges(const std::string& server) {
@@ -50,18 +54,23 @@ void VolumeMetrics::AddServerGauges(const std::string& server) {
     };
   };
   callbacks_.push_back(reg.AddCallback("kelp_volume_needles", "Live needles on this server",
-                                       sum([](const Volume::Stats& s) { return s.file_count; }), l));
-  callbacks_.push_back(reg.AddCallback("kelp_volume_bytes", "Bytes in the .dat files of this server",
+                                       sum([](const Volume::Stats& s) { return s.file_count; }),
+                                       l));
+  callbacks_.push_back(reg.AddCallback("kelp_volume_bytes",
+                                       "Bytes in the .dat files of this server",
                                        sum([](const Volume::Stats& s) { return s.size; }), l));
   callbacks_.push_back(reg.AddCallback("kelp_volume_garbage_bytes", "Bytes a vacuum would reclaim",
-                                       sum([](const Volume::Stats& s) { return s.deleted_bytes; }), l));
-  callbacks_.push_back(reg.AddCallback("kelp_volume_index_memory_bytes", "Memory held by the in-memory needle maps",
+                                       sum([](const Volume::Stats& s) { return s.deleted_bytes; }),
+                                       l));
+  callbacks_.push_back(reg.AddCallback("kelp_volume_index_memory_bytes",
+                                       "Memory held by the in-memory needle maps",
                                        sum([](const Volume::Stats& s) { return s.map_bytes; }), l));
   callbacks_.push_back(reg.AddCallback(
-      "kelp_volume_count", "Volumes on this server", [store] { return static_cast<double>(store->List().size()); },
-      l));
-  callbacks_.push_back(reg.AddCallback("kelp_volume_resident_bytes", "Resident memory of the process in bytes",
-                                       [] { return static_cast<double>(ResidentBytes()); }, l));
+      "kelp_volume_count", "Volumes on this server",
+      [store] { return static_cast<double>(store->List().size()); }, l));
+  callbacks_.push_back(reg.AddCallback(
+      "kelp_volume_resident_bytes", "Resident memory of the process in bytes",
+      [] { return static_cast<double>(ResidentBytes()); }, l));
 }
 
 VolumeMetrics::~VolumeMetrics() {
@@ -73,8 +82,9 @@ Counter* VolumeMetrics::RequestCounter(int m, int code) {
   Counter* counter = requests_[m][c].load(std::memory_order_acquire);
   if (counter == nullptr) {
     std::string code_label = c == kCodes - 1 ? std::string("other") : kelp::StrCat(code);
-    counter = MetricsRegistry::Default().GetCounter("kelp_volume_requests_total", "Volume server requests answered",
-                                                    {{"method", std::string(kMethodNames[m])}, {"code", code_label}});
+    counter = MetricsRegistry::Default().GetCounter(
+        "kelp_volume_requests_total", "Volume server requests answered",
+        {{"method", std::string(kMethodNames[m])}, {"code", code_label}});
     requests_[m][c].store(counter, std::memory_order_release);
   }
   return counter;

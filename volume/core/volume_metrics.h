@@ -31,7 +31,8 @@ class VolumeMetrics {
   VolumeMetrics(const VolumeMetrics&) = delete;
   VolumeMetrics& operator=(const VolumeMetrics&) = delete;
 
-  void Record(std::string_view method, int code, uint64_t bytes_in, uint64_t bytes_out, double seconds);
+  void Record(std::string_view method, int code, uint64_t bytes_in, uint64_t bytes_out,
+              double seconds);
 
  private:
   static constexpr int kMethods = 6;  // GET HEAD PUT POST DELETE other

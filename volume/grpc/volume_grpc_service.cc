@@ -13,17 +13,21 @@ namespace kelp::volume {
 
 VolumeGrpcService::VolumeGrpcService(Store* store, BlobService* blobs, double default_threshold,
                                      std::function<void()> on_change)
-    : store_(store), blobs_(blobs), default_threshold_(default_threshold), on_change_(std::move(on_change)) {}
+    : store_(store),
+      blobs_(blobs),
+      default_threshold_(default_threshold),
+      on_change_(std::move(on_change)) {}
 
-grpc::Status VolumeGrpcService::AllocateVolume(grpc::ServerContext*, const AllocateVolumeRequest* req,
+grpc::Status VolumeGrpcService::AllocateVolume(grpc::ServerContext*,
+                                               const AllocateVolumeRequest* req,
                                                AllocateVolumeResponse*) {
   return GuardedCall("AllocateVolume", [&]() -> absl::Status {
     std::string replication = req->replication().empty() ? "000" : req->replication();
     auto v = store_->Allocate(req->volume_id(), req->collection(), replication);
     if (!v.ok()) return v.status();
     if ((*v)->replication() != replication) {
-      return PosixError(EEXIST, kelp::StrCat("volume ", req->volume_id(), " exists with replication ",
-                                             (*v)->replication()));
+      return PosixError(EEXIST, kelp::StrCat("volume ", req->volume_id(),
+                                             " exists with replication ", (*v)->replication()));
     }
     Changed();
     return absl::OkStatus();
@@ -45,10 +49,12 @@ grpc::Status VolumeGrpcService::BatchDelete(grpc::ServerContext*, const BatchDel
   });
 }
 
-grpc::Status VolumeGrpcService::Vacuum(grpc::ServerContext*, const VacuumRequest* req, VacuumResponse* resp) {
+grpc::Status VolumeGrpcService::Vacuum(grpc::ServerContext*, const VacuumRequest* req,
+                                       VacuumResponse* resp) {
   return GuardedCall("Vacuum", [&]() -> absl::Status {
     double threshold = req->garbage_threshold() > 0 ? req->garbage_threshold() : default_threshold_;
-    if (threshold > 1) return absl::InvalidArgumentError("garbage_threshold is a fraction in [0, 1]");
+    if (threshold > 1)
+      return absl::InvalidArgumentError("garbage_threshold is a fraction in [0, 1]");
     auto r = VacuumVolumes(*store_, req->volume_id(), threshold);
     if (!r.ok()) return r.status();
     for (uint32_t id : r->compacted) resp->add_compacted(id);
@@ -58,7 +64,8 @@ grpc::Status VolumeGrpcService::Vacuum(grpc::ServerContext*, const VacuumRequest
   });
 }
 
-grpc::Status VolumeGrpcService::Status(grpc::ServerContext*, const StatusRequest*, StatusResponse* resp) {
+grpc::Status VolumeGrpcService::Status(grpc::ServerContext*, const StatusRequest*,
+                                       StatusResponse* resp) {
   return GuardedCall("Status", [&]() -> absl::Status {
     resp->set_version(kVersion);
     for (const auto& v : store_->List()) FillVolumeInfo(*v, resp->add_volumes());
@@ -75,7 +82,9 @@ grpc::Status VolumeGrpcService::SetReadOnly(grpc::ServerContext*, const SetReadO
                                             SetReadOnlyResponse*) {
   return GuardedCall("SetReadOnly", [&]() -> absl::Status {
     std::shared_ptr<Volume> v = store_->Get(req->volume_id());
-    if (!v) return PosixError(ENOENT, kelp::StrCat("volume ", req->volume_id(), " is not on this server"));
+    if (!v)
+      return PosixError(ENOENT,
+                        kelp::StrCat("volume ", req->volume_id(), " is not on this server"));
     v->SetReadOnly(req->read_only());
     Changed();
     return absl::OkStatus();

@@ -17,15 +17,21 @@ class VolumeGrpcService final : public kelp::volume::VolumeService::Service {
  public:
   // default_threshold: garbage ratio used when a Vacuum request gives none. on_change runs
   // after a volume is created, deleted or switched read-only (to heartbeat at once); may be empty.
-  VolumeGrpcService(Store* store, BlobService* blobs, double default_threshold, std::function<void()> on_change);
+  VolumeGrpcService(Store* store, BlobService* blobs, double default_threshold,
+                    std::function<void()> on_change);
 
   grpc::Status AllocateVolume(grpc::ServerContext*, const AllocateVolumeRequest* req,
                               AllocateVolumeResponse* resp) override;
-  grpc::Status BatchDelete(grpc::ServerContext*, const BatchDeleteRequest* req, BatchDeleteResponse* resp) override;
-  grpc::Status Vacuum(grpc::ServerContext*, const VacuumRequest* req, VacuumResponse* resp) override;
-  grpc::Status Status(grpc::ServerContext*, const StatusRequest* req, StatusResponse* resp) override;
-  grpc::Status SetReadOnly(grpc::ServerContext*, const SetReadOnlyRequest* req, SetReadOnlyResponse* resp) override;
-  grpc::Status DeleteVolume(grpc::ServerContext*, const DeleteVolumeRequest* req, DeleteVolumeResponse* resp) override;
+  grpc::Status BatchDelete(grpc::ServerContext*, const BatchDeleteRequest* req,
+                           BatchDeleteResponse* resp) override;
+  grpc::Status Vacuum(grpc::ServerContext*, const VacuumRequest* req,
+                      VacuumResponse* resp) override;
+  grpc::Status Status(grpc::ServerContext*, const StatusRequest* req,
+                      StatusResponse* resp) override;
+  grpc::Status SetReadOnly(grpc::ServerContext*, const SetReadOnlyRequest* req,
+                           SetReadOnlyResponse* resp) override;
+  grpc::Status DeleteVolume(grpc::ServerContext*, const DeleteVolumeRequest* req,
+                            DeleteVolumeResponse* resp) override;
 
  private:
   void Changed() const {

@@ -19,7 +19,9 @@ bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
 }  // namespace
 
 absl::StatusOr<FileId> ParseFidPath(std::string_view path) {
-  auto bad = [&] { return absl::InvalidArgumentError(kelp::StrCat("malformed file id path \"", path, "\"")); };
+  auto bad = [&] {
+    return absl::InvalidArgumentError(kelp::StrCat("malformed file id path \"", path, "\""));
+  };
   if (path.size() < 2 || path[0] != '/') return bad();
   std::string_view p = path.substr(1);
   std::string fid;
@@ -50,7 +52,8 @@ RangeKind ParseRange(std::string_view header, uint64_t size, ByteRange* out) {
   if (header.empty()) return RangeKind::kFull;
   if (!StartsWithIgnoreCase(header, "bytes=")) return RangeKind::kUnsatisfiable;
   std::string_view spec = Trim(header.substr(6));
-  if (spec.find(',') != std::string_view::npos) return RangeKind::kFull;  // multi-range: send it all
+  if (spec.find(',') != std::string_view::npos)
+    return RangeKind::kFull;  // multi-range: send it all
   size_t dash = spec.find('-');
   if (dash == std::string_view::npos) return RangeKind::kUnsatisfiable;
   std::string_view a = Trim(spec.substr(0, dash)), b = Trim(spec.substr(dash + 1));
@@ -81,7 +84,8 @@ bool EtagMatches(std::string_view if_none_match, std::string_view etag) {
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     if (item == "*") return true;
     if (item.substr(0, 2) == "W/") item.remove_prefix(2);
-    if (item.size() >= 2 && item.front() == '"' && item.back() == '"') item = item.substr(1, item.size() - 2);
+    if (item.size() >= 2 && item.front() == '"' && item.back() == '"')
+      item = item.substr(1, item.size() - 2);
     if (item == etag) return true;
   }
   return false;
@@ -91,7 +95,8 @@ bool IsMultipart(std::string_view content_type) {
   return StartsWithIgnoreCase(Trim(content_type), "multipart/form-data");
 }
 
-absl::StatusOr<MultipartFile> ParseMultipartFile(std::string_view content_type, std::string_view body) {
+absl::StatusOr<MultipartFile> ParseMultipartFile(std::string_view content_type,
+                                                 std::string_view body) {
   // boundary=... among the parameters, possibly quoted.
   std::string_view boundary;
   for (std::string_view rest = content_type; !rest.empty();) {
@@ -111,7 +116,8 @@ absl::StatusOr<MultipartFile> ParseMultipartFile(std::string_view content_type, 
   const std::string delim = kelp::StrCat("--", boundary);
   const std::string next_delim = kelp::StrCat("\r\n", delim);
   size_t pos = body.find(delim);
-  if (pos == std::string_view::npos) return absl::InvalidArgumentError("multipart body without its boundary");
+  if (pos == std::string_view::npos)
+    return absl::InvalidArgumentError("multipart body without its boundary");
   std::optional<MultipartFile> first;
   for (;;) {
     pos += delim.size();
@@ -119,11 +125,13 @@ absl::StatusOr<MultipartFile> ParseMultipartFile(std::string_view content_type, 
     size_t line_end = body.find("\r\n", pos);
     if (line_end == std::string_view::npos) break;
     size_t headers_end = body.find("\r\n\r\n", line_end);
-    if (headers_end == std::string_view::npos) return absl::InvalidArgumentError("multipart part without headers end");
+    if (headers_end == std::string_view::npos)
+      return absl::InvalidArgumentError("multipart part without headers end");
     std::string_view headers = body.substr(line_end + 2, headers_end - line_end - 2);
     size_t data_start = headers_end + 4;
     size_t data_end = body.find(next_delim, data_start);
-    if (data_end == std::string_view::npos) return absl::InvalidArgumentError("multipart part not terminated");
+    if (data_end == std::string_view::npos)
+      return absl::InvalidArgumentError("multipart part not terminated");
     MultipartFile part;
     part.data = body.substr(data_start, data_end - data_start);
     // filename="..." in the Content-Disposition line.

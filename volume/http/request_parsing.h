@@ -37,7 +37,8 @@ struct MultipartFile {
 };
 // The file part of a multipart/form-data body (the first part with a filename, else the
 // first part), as `curl -F file=@x` sends it. Views point into body.
-absl::StatusOr<MultipartFile> ParseMultipartFile(std::string_view content_type, std::string_view body);
+absl::StatusOr<MultipartFile> ParseMultipartFile(std::string_view content_type,
+                                                 std::string_view body);
 
 bool IsMultipart(std::string_view content_type);
 

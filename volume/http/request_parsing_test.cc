@@ -17,8 +17,9 @@ TEST_CASE("fid paths in all their spellings") {
   auto sib = ParseFidPath("/3,01637037d6_2");
   REQUIRE(sib.ok());
   CHECK(sib->key == 3);
-  for (std::string p : {"", "/", "/3", "/3,", "/,01637037d6", "/x,01637037d6", "/3,0163703", "/3,zz637037d6",
-                        "/3/01637037d6/a/b", "/3,01637037d6/name", "3,01637037d6", "/3/", "/3/01637037d6/"}) {
+  for (std::string p :
+       {"", "/", "/3", "/3,", "/,01637037d6", "/x,01637037d6", "/3,0163703", "/3,zz637037d6",
+        "/3/01637037d6/a/b", "/3,01637037d6/name", "3,01637037d6", "/3/", "/3/01637037d6/"}) {
     INFO(p);
     CHECK(ParseFidPath(p).status().code() == absl::StatusCode::kInvalidArgument);
   }
@@ -41,8 +42,9 @@ TEST_CASE("Range headers") {
   CHECK((r.start == 50 && r.length == 50));
   REQUIRE(ParseRange("Bytes=1-2", 100, &r) == RangeKind::kPartial);
   CHECK(ParseRange("bytes=0-1,3-4", 100, &r) == RangeKind::kFull);
-  for (std::string bad : {"bytes=100-", "bytes=100-200", "bytes=5-4", "bytes=-0", "bytes=", "bytes=-", "bytes=a-b",
-                          "items=1-2", "bytes=1", "bytes=18446744073709551616-"}) {
+  for (std::string bad :
+       {"bytes=100-", "bytes=100-200", "bytes=5-4", "bytes=-0", "bytes=", "bytes=-", "bytes=a-b",
+        "items=1-2", "bytes=1", "bytes=18446744073709551616-"}) {
     INFO(bad);
     CHECK(ParseRange(bad, 100, &r) == RangeKind::kUnsatisfiable);
   }
@@ -62,7 +64,8 @@ TEST_CASE("If-None-Match") {
 TEST_CASE("multipart/form-data file parts") {
   std::string body =
       "preamble\r\n--b0und\r\nContent-Disposition: form-data; name=\"comment\"\r\n\r\nhi\r\n"
-      "--b0und\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\n"
+      "--b0und\r\nContent-Disposition: form-data; name=\"file\"; "
+      "filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\n"
       "line1\r\nline2\r\n--b0und--\r\n";
   auto f = ParseMultipartFile("multipart/form-data; boundary=b0und", body);
   REQUIRE(f.ok());
@@ -72,7 +75,8 @@ TEST_CASE("multipart/form-data file parts") {
   REQUIRE(f.ok());
   CHECK(f->data == "line1\r\nline2");
   // Without a filename the first part is the file.
-  std::string nameless = "--q\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n\r\n--q--\r\n";
+  std::string nameless =
+      "--q\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n\r\n--q--\r\n";
   f = ParseMultipartFile("multipart/form-data; boundary=q", nameless);
   REQUIRE(f.ok());
   CHECK(f->data.empty());
@@ -80,6 +84,10 @@ TEST_CASE("multipart/form-data file parts") {
   CHECK_FALSE(IsMultipart("application/octet-stream"));
   CHECK_FALSE(ParseMultipartFile("multipart/form-data", body).ok());
   CHECK_FALSE(ParseMultipartFile("multipart/form-data; boundary=zzz", body).ok());
-  CHECK_FALSE(ParseMultipartFile("multipart/form-data; boundary=b0und", "--b0und\r\nno end of headers").ok());
-  CHECK_FALSE(ParseMultipartFile("multipart/form-data; boundary=b0und", "--b0und\r\nX: y\r\n\r\nunterminated").ok());
+  CHECK_FALSE(
+      ParseMultipartFile("multipart/form-data; boundary=b0und", "--b0und\r\nno end of headers")
+          .ok());
+  CHECK_FALSE(ParseMultipartFile("multipart/form-data; boundary=b0und",
+                                 "--b0und\r\nX: y\r\n\r\nunterminated")
+                  .ok());
 }

@@ -17,7 +17,8 @@ namespace kelp::volume {
 
 class UploadBudget {
  public:
-  explicit UploadBudget(uint64_t capacity_bytes) : capacity_(std::max<uint64_t>(capacity_bytes, 1)) {}
+  explicit UploadBudget(uint64_t capacity_bytes)
+      : capacity_(std::max<uint64_t>(capacity_bytes, 1)) {}
 
   // Takes n bytes (at most the whole capacity, so any single upload can proceed alone).
   // Returns the amount taken (pass it to Release), or 0 if there was no room within wait.

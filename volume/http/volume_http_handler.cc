@@ -55,8 +55,13 @@ bool IsDataMethod(std::string_view m) { return m == "PUT" || m == "POST" || m ==
 
 }  // namespace
 
-VolumeHttpHandler::VolumeHttpHandler(Options options, Store* store, BlobService* blobs, VolumeMetrics* metrics)
-    : opts_(options), store_(store), blobs_(blobs), metrics_(metrics), budget_(options.upload_budget) {}
+VolumeHttpHandler::VolumeHttpHandler(Options options, Store* store, BlobService* blobs,
+                                     VolumeMetrics* metrics)
+    : opts_(options),
+      store_(store),
+      blobs_(blobs),
+      metrics_(metrics),
+      budget_(options.upload_budget) {}
 
 bool VolumeHttpHandler::RunInline(const http::Request& req) const {
   const std::string& m = req.method();
@@ -109,7 +114,8 @@ void VolumeHttpHandler::Route(http::Request& req, http::ResponseWriter& w, Outco
   return Put(req, w, *fid, out);
 }
 
-void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const FileId& fid, Outcome* out) {
+void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const FileId& fid,
+                            Outcome* out) {
   std::shared_ptr<Volume> v = store_->Get(fid.volume_id);
   if (!v) return w.SendError(404, kelp::StrCat("volume ", fid.volume_id, " is not on this server"));
   std::optional<Volume::Handle> handle = v->Find(fid.key);
@@ -121,8 +127,9 @@ void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const F
   thread_local std::string small_buf;
   std::string large_buf;
   std::string& buf = handle->size <= opts_.inline_read_max ? small_buf : large_buf;
-  absl::StatusOr<DecodedNeedle> n =
-      handle->size <= kBufferedReadMax ? v->Read(*handle, fid.cookie, &buf) : v->Verify(*handle, fid.cookie);
+  absl::StatusOr<DecodedNeedle> n = handle->size <= kBufferedReadMax
+                                        ? v->Read(*handle, fid.cookie, &buf)
+                                        : v->Verify(*handle, fid.cookie);
   if (!n.ok()) {
     if (ErrnoOf(n.status()) == ENOENT) return w.SendError(404, "not found");
     return w.SendStatus(n.status());
@@ -147,7 +154,8 @@ void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const F
       break;
     case RangeKind::kPartial:
       status = 206;
-      h.Add("Content-Range", kelp::StrCat("bytes ", range.start, "-", range.start + range.length - 1, "/", size));
+      h.Add("Content-Range",
+            kelp::StrCat("bytes ", range.start, "-", range.start + range.length - 1, "/", size));
       break;
     case RangeKind::kUnsatisfiable:
       h.Add("Content-Range", kelp::StrCat("bytes */", size));
@@ -167,7 +175,8 @@ void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const F
   std::string chunk(std::min<uint64_t>(kStreamChunk, range.length), '\0');
   for (uint64_t done = 0; done < range.length;) {
     size_t want = std::min<uint64_t>(chunk.size(), range.length - done);
-    absl::Status s = ReadFully(*handle->file, handle->data_offset() + range.start + done, want, chunk.data());
+    absl::Status s =
+        ReadFully(*handle->file, handle->data_offset() + range.start + done, want, chunk.data());
     if (!s.ok()) {
       spdlog::error("volume {}: streaming {} failed: {}", fid.volume_id, fid.ToString(), s);
       w.CloseAfter();
@@ -178,11 +187,12 @@ void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const F
   }
 }
 
-void VolumeHttpHandler::Put(http::Request& req, http::ResponseWriter& w, const FileId& fid, Outcome* out) {
+void VolumeHttpHandler::Put(http::Request& req, http::ResponseWriter& w, const FileId& fid,
+                            Outcome* out) {
   if (req.content_length() > static_cast<int64_t>(opts_.file_size_limit)) {
     w.CloseAfter();  // don't read a body we refuse
-    return w.SendError(413, kelp::StrCat("body of ", req.content_length(), " bytes exceeds the limit of ",
-                                         opts_.file_size_limit));
+    return w.SendError(413, kelp::StrCat("body of ", req.content_length(),
+                                         " bytes exceeds the limit of ", opts_.file_size_limit));
   }
   // Chunked bodies have no length up front: budget for the largest allowed.
   uint64_t expected = req.content_length() >= 0 ? req.content_length() : opts_.file_size_limit;
@@ -215,7 +225,9 @@ void VolumeHttpHandler::Put(http::Request& req, http::ResponseWriter& w, const F
   std::string etag = HexEtag(r->checksum);
   http::Headers h;
   h.Add("ETag", kelp::StrCat("\"", etag, "\""));
-  w.SendJson(201, kelp::StrCat("{\"name\":", JsonString(name), ",\"size\":", r->size, ",\"eTag\":\"", etag, "\"}\n"),
+  w.SendJson(201,
+             kelp::StrCat("{\"name\":", JsonString(name), ",\"size\":", r->size, ",\"eTag\":\"",
+                          etag, "\"}\n"),
              h);
 }
 
@@ -231,22 +243,26 @@ void VolumeHttpHandler::Delete(http::Request& req, http::ResponseWriter& w, cons
 }
 
 void VolumeHttpHandler::Status(http::ResponseWriter& w) {
-  std::string j = kelp::StrCat("{\"Version\":\"", kVersion, "\",\"MaxVolumes\":", store_->max_volumes(),
-                               ",\"VolumeSizeLimit\":", store_->volume_size_limit(), ",\"Volumes\":[");
+  std::string j =
+      kelp::StrCat("{\"Version\":\"", kVersion, "\",\"MaxVolumes\":", store_->max_volumes(),
+                   ",\"VolumeSizeLimit\":", store_->volume_size_limit(), ",\"Volumes\":[");
   bool first = true;
   for (const auto& v : store_->List()) {
     Volume::Stats s = v->GetStats();
-    kelp::StrAppend(&j, first ? "" : ",", "{\"Id\":", v->id(), ",\"Collection\":", JsonString(v->collection()),
-                    ",\"Replication\":\"", v->replication(), "\",\"Size\":", s.size, ",\"FileCount\":", s.file_count,
+    kelp::StrAppend(&j, first ? "" : ",", "{\"Id\":", v->id(),
+                    ",\"Collection\":", JsonString(v->collection()), ",\"Replication\":\"",
+                    v->replication(), "\",\"Size\":", s.size, ",\"FileCount\":", s.file_count,
                     ",\"DeleteCount\":", s.delete_count, ",\"DeletedByteCount\":", s.deleted_bytes,
-                    ",\"GarbageRatio\":", fmt::format("{:.4f}", v->GarbageRatio()), ",\"MaxKey\":", s.max_key,
-                    ",\"ReadOnly\":", s.read_only, ",\"IndexMemory\":", s.map_bytes, "}");
+                    ",\"GarbageRatio\":", fmt::format("{:.4f}", v->GarbageRatio()),
+                    ",\"MaxKey\":", s.max_key, ",\"ReadOnly\":", s.read_only,
+                    ",\"IndexMemory\":", s.map_bytes, "}");
     first = false;
   }
   j += "],\"DiskStatuses\":[";
   if (auto du = store_->GetDiskUsage(); du.ok()) {
-    kelp::StrAppend(&j, "{\"Dir\":", JsonString(store_->dir()), ",\"All\":", du->total, ",\"Free\":", du->free,
-                    ",\"Used\":", du->total - std::min(du->total, du->free), "}");
+    kelp::StrAppend(&j, "{\"Dir\":", JsonString(store_->dir()), ",\"All\":", du->total,
+                    ",\"Free\":", du->free, ",\"Used\":", du->total - std::min(du->total, du->free),
+                    "}");
   }
   kelp::StrAppend(&j, "],\"ResidentBytes\":", ResidentBytes(), "}\n");
   w.SendJson(200, j);

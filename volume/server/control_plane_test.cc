@@ -14,7 +14,8 @@ using kelp::FileId;
 namespace {
 
 std::unique_ptr<VolumeService::Stub> Stub(const VolumeServer& s) {
-  return VolumeService::NewStub(grpc::CreateChannel(s.grpc_address(), grpc::InsecureChannelCredentials()));
+  return VolumeService::NewStub(
+      grpc::CreateChannel(s.grpc_address(), grpc::InsecureChannelCredentials()));
 }
 
 }  // namespace
@@ -97,7 +98,8 @@ TEST_CASE("gRPC: allocate, status, batch delete, vacuum, read-only, delete volum
   REQUIRE(vac_resp.compacted_size() == 1);
   CHECK(vac_resp.reclaimed_bytes() > 15 * 4000);
   CHECK(t.server->store().Get(5)->GetStats().size < size_before);
-  for (uint64_t k = 16; k <= 20; ++k) CHECK(t.Do("GET", "/" + FileId{5, k, 7}.ToString()).body == RandomBlob(k, 4000));
+  for (uint64_t k = 16; k <= 20; ++k)
+    CHECK(t.Do("GET", "/" + FileId{5, k, 7}.ToString()).body == RandomBlob(k, 4000));
 
   SetReadOnlyRequest ro;
   ro.set_volume_id(5);
@@ -175,12 +177,16 @@ TEST_CASE("the background vacuum compacts volumes over the threshold") {
   });
   auto v = t.server->store().Allocate(1, "", "000");
   REQUIRE(v.ok());
-  for (uint64_t k = 1; k <= 10; ++k) REQUIRE(t.Do("PUT", "/" + FileId{1, k, 1}.ToString(), RandomBlob(k, 10000)).status == 201);
-  for (uint64_t k = 1; k <= 4; ++k) REQUIRE(t.Do("DELETE", "/" + FileId{1, k, 1}.ToString()).status == 202);
+  for (uint64_t k = 1; k <= 10; ++k)
+    REQUIRE(t.Do("PUT", "/" + FileId{1, k, 1}.ToString(), RandomBlob(k, 10000)).status == 201);
+  for (uint64_t k = 1; k <= 4; ++k)
+    REQUIRE(t.Do("DELETE", "/" + FileId{1, k, 1}.ToString()).status == 202);
   std::this_thread::sleep_for(std::chrono::milliseconds(1300));
   CHECK((*v)->GetStats().delete_count == 4);  // 40% garbage: under the threshold, untouched
-  for (uint64_t k = 5; k <= 7; ++k) REQUIRE(t.Do("DELETE", "/" + FileId{1, k, 1}.ToString()).status == 202);
+  for (uint64_t k = 5; k <= 7; ++k)
+    REQUIRE(t.Do("DELETE", "/" + FileId{1, k, 1}.ToString()).status == 202);
   CHECK(WaitFor([&] { return (*v)->GetStats().delete_count == 0; }, std::chrono::seconds(5)));
   CHECK((*v)->GetStats().size < 4 * 10100);
-  for (uint64_t k = 8; k <= 10; ++k) CHECK(t.Do("GET", "/" + FileId{1, k, 1}.ToString()).body == RandomBlob(k, 10000));
+  for (uint64_t k = 8; k <= 10; ++k)
+    CHECK(t.Do("GET", "/" + FileId{1, k, 1}.ToString()).body == RandomBlob(k, 10000));
 }

@@ -8,7 +8,8 @@ absl::Status FakeCluster::Start(int port) {
   if (port == 0) port = port_;
   grpc::ServerBuilder b;
   int selected = 0;
-  b.AddListeningPort(kelp::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials(), &selected);
+  b.AddListeningPort(kelp::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials(),
+                     &selected);
   b.RegisterService(this);
   server_ = b.BuildAndStart();
   if (!server_ || selected == 0) return absl::UnavailableError("fake cluster: cannot listen");
@@ -67,11 +68,13 @@ grpc::Status FakeCluster::Heartbeat(grpc::ServerContext*, const cluster::Heartbe
   return grpc::Status::OK;
 }
 
-grpc::Status FakeCluster::Assign(grpc::ServerContext*, const cluster::AssignRequest*, cluster::AssignResponse*) {
+grpc::Status FakeCluster::Assign(grpc::ServerContext*, const cluster::AssignRequest*,
+                                 cluster::AssignResponse*) {
   return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "fake cluster does not assign");
 }
 
-grpc::Status FakeCluster::LookupVolume(grpc::ServerContext*, const cluster::LookupVolumeRequest* req,
+grpc::Status FakeCluster::LookupVolume(grpc::ServerContext*,
+                                       const cluster::LookupVolumeRequest* req,
                                        cluster::LookupVolumeResponse* resp) {
   for (uint32_t vid : req->volume_ids()) {
     auto* v = resp->add_volumes();

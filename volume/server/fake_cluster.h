@@ -43,7 +43,8 @@ class FakeCluster final : public cluster::Cluster::Service {
 
   grpc::Status Heartbeat(grpc::ServerContext*, const cluster::HeartbeatRequest* req,
                          cluster::HeartbeatResponse* resp) override;
-  grpc::Status Assign(grpc::ServerContext*, const cluster::AssignRequest*, cluster::AssignResponse*) override;
+  grpc::Status Assign(grpc::ServerContext*, const cluster::AssignRequest*,
+                      cluster::AssignResponse*) override;
   grpc::Status LookupVolume(grpc::ServerContext*, const cluster::LookupVolumeRequest* req,
                             cluster::LookupVolumeResponse* resp) override;
 

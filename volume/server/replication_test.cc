@@ -24,7 +24,9 @@ struct Pair {
   }
 };
 
-std::string Path(uint64_t key, uint32_t cookie = 0xabcd) { return "/" + FileId{5, key, cookie}.ToString(); }
+std::string Path(uint64_t key, uint32_t cookie = 0xabcd) {
+  return "/" + FileId{5, key, cookie}.ToString();
+}
 
 }  // namespace
 

@@ -16,15 +16,16 @@
 #include <catch2/catch.hpp>
 
 #include "shared/http/http_client.h"
-#include "volume/server/fake_cluster.h"
 #include "shared/strings.h"
+#include "volume/server/fake_cluster.h"
 #include "volume/server/volume_server.h"
 #include "volume/store/store.h"
 #include "volume/store/test_util.h"
 
 namespace kelp::volume::testing {
 
-inline VolumeServer::Options TestOptions(const std::string& dir, const FakeCluster* cluster = nullptr) {
+inline VolumeServer::Options TestOptions(const std::string& dir,
+                                         const FakeCluster* cluster = nullptr) {
   VolumeServer::Options o;
   o.dir = dir;
   o.port = 0;
@@ -57,8 +58,8 @@ struct TestServer {
   }
   std::string addr() const { return server->url(); }
 
-  http::ClientResponse Do(std::string_view method, std::string_view target, std::string_view body = {},
-                          const http::Headers& h = {}) {
+  http::ClientResponse Do(std::string_view method, std::string_view target,
+                          std::string_view body = {}, const http::Headers& h = {}) {
     auto r = client.Do(method, addr(), target, h, body);
     INFO(method << " " << target << ": " << r.status().ToString());
     REQUIRE(r.ok());
@@ -88,7 +89,8 @@ inline std::string RawExchange(const std::string& host_port, const std::string& 
 }
 
 // Polls cond every 10 ms for up to timeout.
-inline bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+inline bool WaitFor(const std::function<bool()>& cond,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (cond()) return true;

@@ -73,33 +73,38 @@ absl::Status VolumeServer::Start() {
 
   int grpc_port = opts_.grpc_port;
   if (grpc_port == 0 && opts_.port != 0) grpc_port = opts_.port + 10000;
-  grpc_service_ = std::make_unique<VolumeGrpcService>(store_.get(), blobs_.get(), opts_.garbage_threshold, [this] {
-    if (heartbeat_) heartbeat_->Trigger();
-  });
+  grpc_service_ = std::make_unique<VolumeGrpcService>(store_.get(), blobs_.get(),
+                                                      opts_.garbage_threshold, [this] {
+                                                        if (heartbeat_) heartbeat_->Trigger();
+                                                      });
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(kelp::StrCat(opts_.ip, ":", grpc_port), grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(kelp::StrCat(opts_.ip, ":", grpc_port),
+                           grpc::InsecureServerCredentials(), &grpc_port_);
   builder.RegisterService(grpc_service_.get());
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || grpc_port_ == 0) {
     http_->Stop();
-    return PosixError(EADDRINUSE, kelp::StrCat("cannot listen for gRPC on ", opts_.ip, ":", grpc_port));
+    return PosixError(EADDRINUSE,
+                      kelp::StrCat("cannot listen for gRPC on ", opts_.ip, ":", grpc_port));
   }
 
   if (!filer_grpc.empty()) {
     heartbeat_ = std::make_unique<Heartbeater>(
         Heartbeater::Options{filer_grpc, opts_.ip, static_cast<uint32_t>(http_port_),
-                             static_cast<uint32_t>(grpc_port_), public_url, opts_.data_center, opts_.rack,
-                             opts_.pulse_ms},
+                             static_cast<uint32_t>(grpc_port_), public_url, opts_.data_center,
+                             opts_.rack, opts_.pulse_ms},
         store_.get());
     heartbeat_->Start();
   }
   if (opts_.vacuum_interval_sec > 0) {
-    vacuum_ = std::make_unique<VacuumLoop>(store_.get(), opts_.garbage_threshold, opts_.vacuum_interval_sec * 1000);
+    vacuum_ = std::make_unique<VacuumLoop>(store_.get(), opts_.garbage_threshold,
+                                           opts_.vacuum_interval_sec * 1000);
     vacuum_->Start();
   }
   started_ = true;
-  spdlog::info("volume server: http {} grpc {} dir {} ({} volumes){}", url(), grpc_address(), opts_.dir,
-               store_->List().size(), filer_grpc.empty() ? ", standalone" : kelp::StrCat(", filer ", filer_grpc));
+  spdlog::info("volume server: http {} grpc {} dir {} ({} volumes){}", url(), grpc_address(),
+               opts_.dir, store_->List().size(),
+               filer_grpc.empty() ? ", standalone" : kelp::StrCat(", filer ", filer_grpc));
   return absl::OkStatus();
 }
 

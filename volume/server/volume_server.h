@@ -106,7 +106,7 @@ class VolumeServer {
 
   int http_port() const { return http_port_; }
   int grpc_port() const { return grpc_port_; }
-  std::string url() const;         // ip:http_port
+  std::string url() const;           // ip:http_port
   std::string grpc_address() const;  // ip:grpc_port
   Store& store() { return *store_; }
 

@@ -15,7 +15,9 @@ using kelp::FileId;
 
 namespace {
 
-std::string Fid(uint32_t vid, uint64_t key, uint32_t cookie) { return FileId{vid, key, cookie}.ToString(); }
+std::string Fid(uint32_t vid, uint64_t key, uint32_t cookie) {
+  return FileId{vid, key, cookie}.ToString();
+}
 
 std::string Etag(std::string_view data) { return fmt::format("\"{:016x}\"", kelp::Hash64(data)); }
 
@@ -30,7 +32,8 @@ TEST_CASE("write, read, head and delete over HTTP") {
 
   auto put = t.Do("PUT", "/" + fid, data);
   CHECK(put.status == 201);
-  CHECK(put.body == fmt::format("{{\"name\":\"\",\"size\":1024,\"eTag\":\"{:016x}\"}}\n", kelp::Hash64(data)));
+  CHECK(put.body ==
+        fmt::format("{{\"name\":\"\",\"size\":1024,\"eTag\":\"{:016x}\"}}\n", kelp::Hash64(data)));
   CHECK(put.headers.Get("ETag") == Etag(data));
 
   auto get = t.Do("GET", "/" + fid);
@@ -41,7 +44,8 @@ TEST_CASE("write, read, head and delete over HTTP") {
   CHECK_FALSE(get.headers.Get("Last-Modified").empty());
 
   // The other spellings of the same fid.
-  for (std::string path : {"/3/01637037d6", "/3,01637037d6.jpg", "/3/01637037d6.jpg", "/3/01637037d6/cat.jpg"}) {
+  for (std::string path :
+       {"/3/01637037d6", "/3,01637037d6.jpg", "/3/01637037d6.jpg", "/3/01637037d6/cat.jpg"}) {
     INFO(path);
     auto r = t.Do("GET", path);
     CHECK(r.status == 200);
@@ -127,8 +131,8 @@ TEST_CASE("bad requests get 4xx and reveal nothing; the server stays up") {
     CHECK(t.Do("GET", "/" + Fid(1, 9, 0x11111111)).body == secret);
   }
   SECTION("malformed fids") {
-    for (std::string path : {"/", "/nonsense", "/1,", "/1,zz11111111", "/0,0911111111", "/1,09", "/a,0911111111",
-                             "/1/2/3/4", "/1,0911111111/x"}) {
+    for (std::string path : {"/", "/nonsense", "/1,", "/1,zz11111111", "/0,0911111111", "/1,09",
+                             "/a,0911111111", "/1/2/3/4", "/1,0911111111/x"}) {
       INFO(path);
       CHECK(t.Do("GET", path).status == 400);
       CHECK(t.Do("PUT", path, "x").status == 400);
@@ -154,7 +158,8 @@ TEST_CASE("bad requests get 4xx and reveal nothing; the server stays up") {
     CHECK(t.Do("PUT", "/" + Fid(1, 11, 1), just_fits).status == 201);
   }
   SECTION("garbage bytes on the socket") {
-    std::string reply = RawExchange(t.addr(), std::string("\x16\x03\x01\x02\x00garbage\r\n\r\n", 16));
+    std::string reply =
+        RawExchange(t.addr(), std::string("\x16\x03\x01\x02\x00garbage\r\n\r\n", 16));
     CHECK(reply.rfind("HTTP/1.1 400", 0) == 0);
     reply = RawExchange(t.addr(), "GET /1,0911111111 HTTP/1.1\r\nContent-Length: -5\r\n\r\n");
     CHECK(reply.rfind("HTTP/1.1 400", 0) == 0);
@@ -169,9 +174,10 @@ TEST_CASE("multipart uploads as curl -F sends them") {
   TestServer t;
   REQUIRE(t.server->store().Allocate(2, "", "000").ok());
   std::string content = RandomBlob(5, 300) + "\r\n--not-the-boundary\r\n";
-  std::string body = "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cat.jpg\"\r\n"
-                     "Content-Type: image/jpeg\r\n\r\n" +
-                     content + "\r\n--XyZ--\r\n";
+  std::string body =
+      "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cat.jpg\"\r\n"
+      "Content-Type: image/jpeg\r\n\r\n" +
+      content + "\r\n--XyZ--\r\n";
   kelp::http::Headers h;
   h.Set("Content-Type", "multipart/form-data; boundary=XyZ");
   auto r = t.Do("POST", "/" + Fid(2, 1, 1), body, h);
@@ -227,12 +233,14 @@ TEST_CASE("a full disk answers 507 and loses nothing acknowledged") {
   FaultEnv env;
   TestServer t(nullptr, [&](VolumeServer::Options& o) { o.env = &env; });
   REQUIRE(t.server->store().Allocate(1, "", "000").ok());
-  for (uint64_t k = 1; k <= 5; ++k) REQUIRE(t.Do("PUT", "/" + Fid(1, k, 9), RandomBlob(k, 1024)).status == 201);
+  for (uint64_t k = 1; k <= 5; ++k)
+    REQUIRE(t.Do("PUT", "/" + Fid(1, k, 9), RandomBlob(k, 1024)).status == 201);
   env.SetWriteBudget(600);
   CHECK(t.Do("PUT", "/" + Fid(1, 6, 9), RandomBlob(6, 1024)).status == 507);
   CHECK(t.Do("PUT", "/" + Fid(1, 6, 9) + "?fsync=true", RandomBlob(6, 1024)).status == 507);
   CHECK(t.Do("GET", "/" + Fid(1, 6, 9)).status == 404);
-  for (uint64_t k = 1; k <= 5; ++k) CHECK(t.Do("GET", "/" + Fid(1, k, 9)).body == RandomBlob(k, 1024));
+  for (uint64_t k = 1; k <= 5; ++k)
+    CHECK(t.Do("GET", "/" + Fid(1, k, 9)).body == RandomBlob(k, 1024));
   env.SetWriteBudget(-1);
   CHECK(t.Do("PUT", "/" + Fid(1, 6, 9), RandomBlob(6, 1024)).status == 201);
 }
@@ -261,11 +269,14 @@ TEST_CASE("/status and /metrics") {
   CHECK(s.body.find("\"DiskStatuses\":[{\"Dir\":") != std::string::npos);
   auto m = t.Do("GET", "/metrics");
   CHECK(m.status == 200);
-  CHECK(m.body.find("kelp_volume_requests_total{method=\"PUT\",code=\"201\"}") != std::string::npos);
-  CHECK(m.body.find("kelp_volume_requests_total{method=\"GET\",code=\"200\"}") != std::string::npos);
+  CHECK(m.body.find("kelp_volume_requests_total{method=\"PUT\",code=\"201\"}") !=
+        std::string::npos);
+  CHECK(m.body.find("kelp_volume_requests_total{method=\"GET\",code=\"200\"}") !=
+        std::string::npos);
   CHECK(m.body.find("kelp_volume_request_seconds_bucket") != std::string::npos);
   CHECK(m.body.find("kelp_volume_needles{server=\"" + t.addr() + "\"} 1") != std::string::npos);
-  CHECK(m.body.find("kelp_volume_resident_bytes{server=\"" + t.addr() + "\"}") != std::string::npos);
+  CHECK(m.body.find("kelp_volume_resident_bytes{server=\"" + t.addr() + "\"}") !=
+        std::string::npos);
 }
 
 TEST_CASE("volumes and their data survive a server restart") {

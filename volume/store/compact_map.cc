@@ -77,7 +77,9 @@ void CompactMap::MergeOverflow() {
   old_blocks.swap(blocks_);
   size_t old_count = count_;
   count_ = 0;
-  auto old_at = [&](size_t i) -> const Entry& { return old_blocks[i >> kBlockShift][i & (kBlockEntries - 1)]; };
+  auto old_at = [&](size_t i) -> const Entry& {
+    return old_blocks[i >> kBlockShift][i & (kBlockEntries - 1)];
+  };
   auto ov = overflow_.begin();
   for (size_t i = 0; i < old_count; ++i) {
     const Entry& e = old_at(i);
@@ -88,7 +90,8 @@ void CompactMap::MergeOverflow() {
     // Free each old block as soon as it is copied, so a merge needs one block of slack.
     if (((i + 1) & (kBlockEntries - 1)) == 0) old_blocks[i >> kBlockShift].reset();
   }
-  for (; ov != overflow_.end(); ++ov) Append(Entry{ov->first, ov->second.offset_units, ov->second.size});
+  for (; ov != overflow_.end(); ++ov)
+    Append(Entry{ov->first, ov->second.offset_units, ov->second.size});
   overflow_.clear();
 }
 

@@ -31,7 +31,8 @@ void CheckSame(const CompactMap& m, const std::map<uint64_t, Value>& ref) {
 
 TEST_CASE("increasing keys append and are found") {
   CompactMap m;
-  for (uint64_t k = 1; k <= 10000; ++k) REQUIRE_FALSE(m.Set(k * 3, Value{static_cast<uint32_t>(k), 10}).has_value());
+  for (uint64_t k = 1; k <= 10000; ++k)
+    REQUIRE_FALSE(m.Set(k * 3, Value{static_cast<uint32_t>(k), 10}).has_value());
   CHECK(m.entries() == 10000);
   CHECK(m.Get(3)->offset_units == 1);
   CHECK(m.Get(30000)->offset_units == 10000);
@@ -59,7 +60,7 @@ TEST_CASE("delete leaves a tombstone and reports the live value once") {
   CHECK(d->size == 10);
   CHECK(m.Get(1)->deleted());
   CHECK(m.Get(1)->offset_units == 9);
-  CHECK_FALSE(m.Delete(1, 10).has_value());  // already deleted
+  CHECK_FALSE(m.Delete(1, 10).has_value());   // already deleted
   CHECK_FALSE(m.Delete(77, 10).has_value());  // never existed
   m.Set(1, Value{3, 30});                     // resurrected by a new write
   CHECK_FALSE(m.Get(1)->deleted());

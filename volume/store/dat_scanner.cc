@@ -8,7 +8,8 @@ constexpr size_t kReadAhead = 1 << 20;
 }  // namespace
 
 const char* DatScanner::Window(uint64_t off, size_t n) {
-  if (off >= buf_start_ && off + n <= buf_start_ + buf_.size()) return buf_.data() + (off - buf_start_);
+  if (off >= buf_start_ && off + n <= buf_start_ + buf_.size())
+    return buf_.data() + (off - buf_start_);
   size_t want = std::max<uint64_t>(n, std::min<uint64_t>(kReadAhead, end_ - off));
   buf_.resize(want);
   buf_start_ = off;

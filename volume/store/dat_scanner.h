@@ -26,7 +26,8 @@ class DatScanner {
     kError,    // I/O error: see status()
   };
 
-  DatScanner(const File& file, uint64_t start, uint64_t end) : file_(file), offset_(start), end_(end) {}
+  DatScanner(const File& file, uint64_t start, uint64_t end)
+      : file_(file), offset_(start), end_(end) {}
 
   Step Next();
   uint64_t offset() const { return offset_; }  // of the needle (or tear) Next() stopped at

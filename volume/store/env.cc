@@ -43,7 +43,8 @@ class PosixFile : public File {
   }
 
   absl::Status Truncate(uint64_t size) override {
-    if (ftruncate(fd_, static_cast<off_t>(size)) != 0) return ErrnoStatus(kelp::StrCat("ftruncate ", path_));
+    if (ftruncate(fd_, static_cast<off_t>(size)) != 0)
+      return ErrnoStatus(kelp::StrCat("ftruncate ", path_));
     return absl::OkStatus();
   }
 
@@ -74,12 +75,14 @@ class PosixEnv : public Env {
   bool Exists(const std::string& path) override { return access(path.c_str(), F_OK) == 0; }
 
   absl::Status Rename(const std::string& from, const std::string& to) override {
-    if (rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus(kelp::StrCat("rename ", from, " to ", to));
+    if (rename(from.c_str(), to.c_str()) != 0)
+      return ErrnoStatus(kelp::StrCat("rename ", from, " to ", to));
     return absl::OkStatus();
   }
 
   absl::Status Remove(const std::string& path) override {
-    if (unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus(kelp::StrCat("unlink ", path));
+    if (unlink(path.c_str()) != 0 && errno != ENOENT)
+      return ErrnoStatus(kelp::StrCat("unlink ", path));
     return absl::OkStatus();
   }
 
@@ -139,7 +142,8 @@ absl::Status WriteFully(File& file, uint64_t offset, std::string_view data) {
 absl::Status ReadFully(const File& file, uint64_t offset, size_t n, char* buf) {
   ASSIGN_OR_RETURN(size_t got, file.ReadAt(offset, n, buf));
   if (got != n) {
-    return absl::DataLossError(kelp::StrCat("short read: ", got, " of ", n, " bytes at offset ", offset));
+    return absl::DataLossError(
+        kelp::StrCat("short read: ", got, " of ", n, " bytes at offset ", offset));
   }
   return absl::OkStatus();
 }

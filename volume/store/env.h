@@ -42,7 +42,7 @@ class Env {
   virtual absl::StatusOr<std::shared_ptr<File>> Open(const std::string& path, bool create) = 0;
   virtual bool Exists(const std::string& path) = 0;
   virtual absl::Status Rename(const std::string& from, const std::string& to) = 0;
-  virtual absl::Status Remove(const std::string& path) = 0;  // OK if already absent
+  virtual absl::Status Remove(const std::string& path) = 0;    // OK if already absent
   virtual absl::Status CreateDir(const std::string& dir) = 0;  // with parents; OK if present
   virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;
   virtual absl::Status SyncDir(const std::string& dir) = 0;

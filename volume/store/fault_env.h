@@ -37,14 +37,18 @@ class FaultEnv : public Env {
 
   absl::StatusOr<std::shared_ptr<File>> Open(const std::string& path, bool create) override;
   bool Exists(const std::string& path) override { return base_->Exists(path); }
-  absl::Status Rename(const std::string& from, const std::string& to) override { return base_->Rename(from, to); }
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    return base_->Rename(from, to);
+  }
   absl::Status Remove(const std::string& path) override { return base_->Remove(path); }
   absl::Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
     return base_->ListDir(dir);
   }
   absl::Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
-  absl::StatusOr<DiskUsage> GetDiskUsage(const std::string& dir) override { return base_->GetDiskUsage(dir); }
+  absl::StatusOr<DiskUsage> GetDiskUsage(const std::string& dir) override {
+    return base_->GetDiskUsage(dir);
+  }
 
  private:
   friend class FaultFile;

@@ -44,7 +44,8 @@ void AppendNeedle(uint64_t key, uint32_t cookie, uint32_t size_field, std::strin
 
 void EncodeNeedle(uint64_t key, uint32_t cookie, std::string_view data, uint64_t checksum,
                   uint64_t append_time_ns, std::string* out) {
-  AppendNeedle(key, cookie, static_cast<uint32_t>(data.size()), data, checksum, append_time_ns, out);
+  AppendNeedle(key, cookie, static_cast<uint32_t>(data.size()), data, checksum, append_time_ns,
+               out);
 }
 
 void EncodeTombstone(uint64_t key, uint32_t cookie, uint64_t append_time_ns, std::string* out) {
@@ -57,7 +58,8 @@ NeedleHeader DecodeHeader(const char* p) {
 }
 
 absl::StatusOr<DecodedNeedle> DecodeNeedle(std::string_view buf) {
-  if (buf.size() < format::kHeaderSize) return absl::DataLossError("needle shorter than its header");
+  if (buf.size() < format::kHeaderSize)
+    return absl::DataLossError("needle shorter than its header");
   DecodedNeedle n;
   n.header = DecodeHeader(buf.data());
   if (!n.header.tombstone() && n.header.size > format::kMaxDataSize) {
@@ -86,13 +88,16 @@ void EncodeIndexRecord(const IndexRecord& r, char* out) {
   PutU32(out + 12, r.size);
 }
 
-IndexRecord DecodeIndexRecord(const char* p) { return IndexRecord{GetU64(p), GetU32(p + 8), GetU32(p + 12)}; }
+IndexRecord DecodeIndexRecord(const char* p) {
+  return IndexRecord{GetU64(p), GetU32(p + 8), GetU32(p + 12)};
+}
 
 std::string EncodeSuperblock(const Superblock& sb) {
   std::string out(format::kSuperblockSize, '\0');
   PutU32(out.data(), format::kSuperblockMagic);
   out[4] = static_cast<char>(format::kVersion);
-  for (int i = 0; i < 3; ++i) out[5 + i] = i < static_cast<int>(sb.replication.size()) ? sb.replication[i] : '0';
+  for (int i = 0; i < 3; ++i)
+    out[5 + i] = i < static_cast<int>(sb.replication.size()) ? sb.replication[i] : '0';
   out[8] = static_cast<char>(sb.compaction_revision & 0xff);
   out[9] = static_cast<char>(sb.compaction_revision >> 8);
   return out;
@@ -103,16 +108,16 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::string_view bytes) {
     return absl::InvalidArgumentError("not a kelp volume (bad superblock magic)");
   }
   if (static_cast<uint8_t>(bytes[4]) != format::kVersion) {
-    return absl::InvalidArgumentError(
-        kelp::StrCat("unsupported volume format version ", static_cast<int>(static_cast<uint8_t>(bytes[4]))));
+    return absl::InvalidArgumentError(kelp::StrCat(
+        "unsupported volume format version ", static_cast<int>(static_cast<uint8_t>(bytes[4]))));
   }
   Superblock sb;
   sb.replication.assign(bytes.data() + 5, 3);
   for (char c : sb.replication) {
     if (c < '0' || c > '9') return absl::InvalidArgumentError("bad replication in superblock");
   }
-  sb.compaction_revision = static_cast<uint16_t>(static_cast<uint8_t>(bytes[8]) |
-                                                 (static_cast<uint8_t>(bytes[9]) << 8));
+  sb.compaction_revision =
+      static_cast<uint16_t>(static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8));
   return sb;
 }
 

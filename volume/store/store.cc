@@ -18,7 +18,9 @@ bool ParseVolumeFileBase(std::string_view base, std::string* collection, uint32_
 }
 
 Store::Store(Options options)
-    : opts_(std::move(options)), env_(opts_.env ? opts_.env : Env::Default()), size_limit_(opts_.volume_size_limit) {}
+    : opts_(std::move(options)),
+      env_(opts_.env ? opts_.env : Env::Default()),
+      size_limit_(opts_.volume_size_limit) {}
 
 absl::Status Store::Load() {
   RETURN_IF_ERROR(env_->CreateDir(opts_.dir));
@@ -53,12 +55,14 @@ absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::
     std::lock_guard l(mu_);
     if (auto it = volumes_.find(id); it != volumes_.end()) {
       if (it->second->collection() == collection) return it->second;
-      return PosixError(EEXIST,
-                        kelp::StrCat("volume ", id, " exists in collection \"", it->second->collection(), "\""));
+      return PosixError(EEXIST, kelp::StrCat("volume ", id, " exists in collection \"",
+                                             it->second->collection(), "\""));
     }
-    if (creating_.contains(id)) return absl::UnavailableError(kelp::StrCat("volume ", id, " is being created"));
+    if (creating_.contains(id))
+      return absl::UnavailableError(kelp::StrCat("volume ", id, " is being created"));
     if (volumes_.size() + creating_.size() >= opts_.max_volumes) {
-      return PosixError(ENOSPC, kelp::StrCat("this server holds its maximum of ", opts_.max_volumes, " volumes"));
+      return PosixError(
+          ENOSPC, kelp::StrCat("this server holds its maximum of ", opts_.max_volumes, " volumes"));
     }
     creating_.insert(id);
     limit = size_limit_;
@@ -72,7 +76,8 @@ absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::
   std::shared_ptr<Volume> shared(std::move(*v));
   shared->SetSizeLimit(size_limit_);  // in case it changed meanwhile
   volumes_.emplace(id, shared);
-  spdlog::info("volume {}: allocated (collection \"{}\", replication {})", id, collection, replication);
+  spdlog::info("volume {}: allocated (collection \"{}\", replication {})", id, collection,
+               replication);
   return shared;
 }
 

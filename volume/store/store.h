@@ -24,10 +24,10 @@ namespace kelp::volume {
 class Store {
  public:
   struct Options {
-    std::string dir;                            // holds every <base>.dat/.idx
-    uint32_t max_volumes = 8;                   // Allocate refuses beyond this many volumes
+    std::string dir;                              // holds every <base>.dat/.idx
+    uint32_t max_volumes = 8;                     // Allocate refuses beyond this many volumes
     uint64_t volume_size_limit = 30000ull << 20;  // bytes; a volume at or over it is read-only
-    Env* env = nullptr;                         // nullptr = Env::Default()
+    Env* env = nullptr;                           // nullptr = Env::Default()
   };
 
   explicit Store(Options options);

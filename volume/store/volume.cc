@@ -18,30 +18,35 @@ constexpr size_t kOneBufferMax = 256 << 10;
 constexpr size_t kVerifyChunk = 1 << 20;
 
 uint64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
 Counter* ChecksumFailureCounter() {
   static Counter* c = MetricsRegistry::Default().GetCounter(
-      "kelp_volume_checksum_failures_total", "Needles whose checksum or header did not verify on read");
+      "kelp_volume_checksum_failures_total",
+      "Needles whose checksum or header did not verify on read");
   return c;
 }
 
 Counter* SyncCounter() {
   static Counter* c = MetricsRegistry::Default().GetCounter(
-      "kelp_volume_fdatasyncs_total", "fdatasync calls made for durable writes (shared by group commit)");
+      "kelp_volume_fdatasyncs_total",
+      "fdatasync calls made for durable writes (shared by group commit)");
   return c;
 }
 
 absl::StatusOr<int> CopiesOf(std::string_view replication) {
   if (replication.size() != 3) {
-    return absl::InvalidArgumentError(kelp::StrCat("bad replication \"", replication, "\": want three digits"));
+    return absl::InvalidArgumentError(
+        kelp::StrCat("bad replication \"", replication, "\": want three digits"));
   }
   int copies = 1;
   for (char c : replication) {
     if (c < '0' || c > '9') {
-      return absl::InvalidArgumentError(kelp::StrCat("bad replication \"", replication, "\": want three digits"));
+      return absl::InvalidArgumentError(
+          kelp::StrCat("bad replication \"", replication, "\": want three digits"));
     }
     copies += c - '0';
   }
@@ -51,14 +56,16 @@ absl::StatusOr<int> CopiesOf(std::string_view replication) {
 bool ValidCollection(std::string_view c) {
   if (c.size() > 128 || (!c.empty() && c[0] == '.')) return false;
   for (char ch : c) {
-    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '-' || ch == '.';
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-' || ch == '.';
     if (!ok) return false;
   }
   return true;
 }
 
-absl::Status NotFound(uint64_t key) { return PosixError(ENOENT, kelp::StrCat("needle ", key, " not found")); }
+absl::Status NotFound(uint64_t key) {
+  return PosixError(ENOENT, kelp::StrCat("needle ", key, " not found"));
+}
 
 }  // namespace
 
@@ -71,19 +78,22 @@ Volume::Volume(Options options)
 Volume::~Volume() = default;
 
 std::string Volume::BasePath(const std::string& dir, const std::string& collection, uint32_t id) {
-  return collection.empty() ? kelp::StrCat(dir, "/", id) : kelp::StrCat(dir, "/", collection, "_", id);
+  return collection.empty() ? kelp::StrCat(dir, "/", id)
+                            : kelp::StrCat(dir, "/", collection, "_", id);
 }
 
 absl::StatusOr<std::unique_ptr<Volume>> Volume::Create(Options options) {
   if (options.id == 0) return absl::InvalidArgumentError("volume id 0 is reserved");
   if (!ValidCollection(options.collection)) {
-    return absl::InvalidArgumentError(kelp::StrCat("bad collection name \"", options.collection, "\""));
+    return absl::InvalidArgumentError(
+        kelp::StrCat("bad collection name \"", options.collection, "\""));
   }
   ASSIGN_OR_RETURN(int copies, CopiesOf(options.replication));
   std::unique_ptr<Volume> v(new Volume(std::move(options)));
   v->copies_ = copies;
   if (v->env_->Exists(v->base_ + ".dat")) {
-    return PosixError(EEXIST, kelp::StrCat("volume ", v->id(), " already exists at ", v->base_, ".dat"));
+    return PosixError(EEXIST,
+                      kelp::StrCat("volume ", v->id(), " already exists at ", v->base_, ".dat"));
   }
   RETURN_IF_ERROR(v->CreateFiles());
   return v;
@@ -153,7 +163,8 @@ absl::Status Volume::CheckWritable(uint64_t needle_len, bool is_delete) const {
     return PosixError(EIO, kelp::StrCat("volume ", id(), " is read-only after a failed fdatasync"));
   }
   if (ordered_read_only_) return PosixError(EROFS, kelp::StrCat("volume ", id(), " is read-only"));
-  if (!is_delete && end_ >= size_limit_.load()) return PosixError(EROFS, kelp::StrCat("volume ", id(), " is full"));
+  if (!is_delete && end_ >= size_limit_.load())
+    return PosixError(EROFS, kelp::StrCat("volume ", id(), " is full"));
   if (end_ + needle_len > format::kMaxDatSize) {
     return PosixError(EROFS, kelp::StrCat("volume ", id(), " is full (format limit)"));
   }
@@ -166,8 +177,8 @@ absl::StatusOr<uint32_t> Volume::CookieAt(const File& file, uint64_t offset) con
   return DecodeHeader(h).cookie;
 }
 
-absl::Status Volume::Append(std::string_view needle, std::string_view data_piece, std::string_view tail,
-                            const IndexRecord& rec) {
+absl::Status Volume::Append(std::string_view needle, std::string_view data_piece,
+                            std::string_view tail, const IndexRecord& rec) {
   File* dat;
   File* idx;
   {
@@ -185,7 +196,8 @@ absl::Status Volume::Append(std::string_view needle, std::string_view data_piece
     EncodeIndexRecord(rec, r);
     s = WriteFully(*idx, idx_end_, std::string_view(r, sizeof r));
     if (!s.ok()) {
-      if (absl::Status t = idx->Truncate(idx_end_); !t.ok()) spdlog::error("volume {}: {}", id(), t);
+      if (absl::Status t = idx->Truncate(idx_end_); !t.ok())
+        spdlog::error("volume {}: {}", id(), t);
     }
   }
   if (!s.ok()) {
@@ -200,7 +212,8 @@ absl::Status Volume::Append(std::string_view needle, std::string_view data_piece
   return absl::OkStatus();
 }
 
-absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie, std::string_view data, bool sync) {
+absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
+                                                  std::string_view data, bool sync) {
   if (data.size() > format::kMaxDataSize) {
     return PosixError(EFBIG, kelp::StrCat("needle of ", data.size(), " bytes is too large"));
   }
@@ -233,7 +246,8 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
       if (old && !old->deleted()) dat = dat_;
     }
     if (dat) {
-      ASSIGN_OR_RETURN(uint32_t old_cookie, CookieAt(*dat, uint64_t{old->offset_units} * format::kAlignment));
+      ASSIGN_OR_RETURN(uint32_t old_cookie,
+                       CookieAt(*dat, uint64_t{old->offset_units} * format::kAlignment));
       if (old_cookie != cookie) {
         return PosixError(EEXIST, kelp::StrCat("needle ", key, " exists with another cookie"));
       }
@@ -277,7 +291,8 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
       dat = dat_;
     }
     if (!old || old->deleted()) return NotFound(key);
-    ASSIGN_OR_RETURN(uint32_t old_cookie, CookieAt(*dat, uint64_t{old->offset_units} * format::kAlignment));
+    ASSIGN_OR_RETURN(uint32_t old_cookie,
+                     CookieAt(*dat, uint64_t{old->offset_units} * format::kAlignment));
     if (old_cookie != cookie) return NotFound(key);
     const uint64_t off = end_;
     IndexRecord rec{key, static_cast<uint32_t>(off / format::kAlignment), format::kTombstoneSize};
@@ -303,7 +318,8 @@ absl::Status Volume::Sync() { return WaitDurable(appended_seq_.load()); }
 absl::Status Volume::WaitDurable(uint64_t seq) {
   std::unique_lock l(sync_mu_);
   while (durable_seq_ < seq) {
-    if (broken_) return PosixError(EIO, kelp::StrCat("volume ", id(), ": an earlier fdatasync failed"));
+    if (broken_)
+      return PosixError(EIO, kelp::StrCat("volume ", id(), ": an earlier fdatasync failed"));
     if (sync_running_) {
       sync_cv_.wait(l);
       continue;
@@ -352,7 +368,8 @@ absl::Status Volume::ChecksumFailure(const absl::Status& s, uint64_t key) const 
   checksum_failures_.fetch_add(1);
   ChecksumFailureCounter()->Inc();
   spdlog::error("volume {}: needle {} is corrupt: {}", id(), key, s);
-  return absl::DataLossError(kelp::StrCat("volume ", id(), ": needle ", key, " is corrupt: ", ToStd(s.message())));
+  return absl::DataLossError(
+      kelp::StrCat("volume ", id(), ": needle ", key, " is corrupt: ", ToStd(s.message())));
 }
 
 absl::StatusOr<DecodedNeedle> Volume::Read(uint64_t key, uint32_t cookie, std::string* buf) const {
@@ -361,7 +378,8 @@ absl::StatusOr<DecodedNeedle> Volume::Read(uint64_t key, uint32_t cookie, std::s
   return Read(*h, cookie, buf);
 }
 
-absl::StatusOr<DecodedNeedle> Volume::Read(const Handle& h, uint32_t cookie, std::string* buf) const {
+absl::StatusOr<DecodedNeedle> Volume::Read(const Handle& h, uint32_t cookie,
+                                           std::string* buf) const {
   const uint64_t key = h.key;
   const uint64_t len = format::NeedleLength(h.size);
   buf->resize(len);
@@ -370,9 +388,10 @@ absl::StatusOr<DecodedNeedle> Volume::Read(const Handle& h, uint32_t cookie, std
   auto n = DecodeNeedle(*buf);
   if (!n.ok()) return ChecksumFailure(n.status(), key);
   if (n->header.key != key || n->header.size != h.size) {
-    return ChecksumFailure(absl::DataLossError(kelp::StrCat("index points at needle ", n->header.key, " of ",
-                                                            n->header.size, " bytes")),
-                           key);
+    return ChecksumFailure(
+        absl::DataLossError(kelp::StrCat("index points at needle ", n->header.key, " of ",
+                                         n->header.size, " bytes")),
+        key);
   }
   if (n->header.cookie != cookie) return NotFound(key);
   return n;
@@ -402,7 +421,8 @@ absl::StatusOr<DecodedNeedle> Volume::Verify(const Handle& h, uint32_t cookie) c
   if (!s.ok()) return s.code() == absl::StatusCode::kDataLoss ? ChecksumFailure(s, h.key) : s;
   n.checksum = GetU64(footer);
   n.append_time_ns = GetU64(footer + 8);
-  if (hasher.Digest() != n.checksum) return ChecksumFailure(absl::DataLossError("checksum mismatch"), h.key);
+  if (hasher.Digest() != n.checksum)
+    return ChecksumFailure(absl::DataLossError("checksum mismatch"), h.key);
   return n;
 }
 
@@ -436,7 +456,8 @@ absl::Status Volume::Destroy() {
   std::lock_guard l(write_mu_);
   destroyed_ = true;
   ordered_read_only_ = true;
-  for (const char* ext : {".dat", ".idx", ".cpd", ".cpx"}) RETURN_IF_ERROR(env_->Remove(base_ + ext));
+  for (const char* ext : {".dat", ".idx", ".cpd", ".cpx"})
+    RETURN_IF_ERROR(env_->Remove(base_ + ext));
   return env_->SyncDir(opts_.dir);
 }
 

@@ -17,8 +17,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 
@@ -33,12 +33,12 @@ namespace kelp::volume {
 class Volume {
  public:
   struct Options {
-    std::string dir;                   // where <base>.dat and <base>.idx live
-    uint32_t id = 0;                   // volume id, > 0
-    std::string collection;            // "" for none; part of the file names
-    std::string replication = "000";   // "xyz"; recorded in the superblock on creation
+    std::string dir;                       // where <base>.dat and <base>.idx live
+    uint32_t id = 0;                       // volume id, > 0
+    std::string collection;                // "" for none; part of the file names
+    std::string replication = "000";       // "xyz"; recorded in the superblock on creation
     uint64_t size_limit = 30000ull << 20;  // bytes; at or over it the volume turns read-only
-    Env* env = nullptr;                // nullptr = Env::Default()
+    Env* env = nullptr;                    // nullptr = Env::Default()
   };
 
   // Creates a new, empty volume (AlreadyExists if its .dat is there).
@@ -64,7 +64,8 @@ class Volume {
   // Appends a needle. With sync, returns only once it is on disk (group commit). Fails with
   // EROFS when read-only or full, ENOSPC when the disk is full (the volume stays as it was),
   // EEXIST when the key exists with another cookie, EFBIG when data is too large.
-  absl::StatusOr<WriteResult> Write(uint64_t key, uint32_t cookie, std::string_view data, bool sync = false);
+  absl::StatusOr<WriteResult> Write(uint64_t key, uint32_t cookie, std::string_view data,
+                                    bool sync = false);
   // Appends a tombstone; returns the deleted data size. NotFound if absent or the cookie
   // does not match.
   absl::StatusOr<uint32_t> Delete(uint64_t key, uint32_t cookie, bool sync = false);
@@ -102,7 +103,7 @@ class Volume {
     uint64_t deleted_bytes = 0;  // garbage a vacuum would reclaim
     uint64_t max_key = 0;
     bool read_only = false;
-    uint64_t map_bytes = 0;      // memory held by the in-memory index
+    uint64_t map_bytes = 0;  // memory held by the in-memory index
   };
   Stats GetStats() const;
   // Garbage bytes / .dat bytes, in [0, 1].
@@ -139,7 +140,8 @@ class Volume {
   absl::Status LoadIndex(uint64_t dat_size, uint64_t* indexed_end);
   absl::Status ScanTail(uint64_t from, uint64_t dat_size);
   void RecomputeStats() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status CheckWritable(uint64_t needle_len, bool is_delete) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status CheckWritable(uint64_t needle_len, bool is_delete) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Appends needle bytes + an index record; on failure truncates both files back.
   absl::Status Append(std::string_view needle, std::string_view data_piece, std::string_view tail,
                       const IndexRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -169,7 +171,8 @@ class Volume {
   std::shared_ptr<File> idx_ ABSL_GUARDED_BY(map_mu_);
 
   // Read without locks by GetStats; written under write_mu_.
-  std::atomic<uint64_t> size_{0}, file_count_{0}, delete_count_{0}, garbage_{0}, max_key_{0}, map_bytes_{0};
+  std::atomic<uint64_t> size_{0}, file_count_{0}, delete_count_{0}, garbage_{0}, max_key_{0},
+      map_bytes_{0};
   std::atomic<uint64_t> size_limit_;
   std::atomic<bool> ordered_read_only_{false};
   std::atomic<bool> broken_{false};  // a failed fdatasync: nothing more is accepted

@@ -79,7 +79,8 @@ class CompactWriter {
 };
 
 // Copies every needle of old_dat in [*from, to) into w, in order.
-absl::Status CatchUp(uint32_t vid, const File& old_dat, uint64_t* from, uint64_t to, CompactWriter* w) {
+absl::Status CatchUp(uint32_t vid, const File& old_dat, uint64_t* from, uint64_t to,
+                     CompactWriter* w) {
   if (*from >= to) return absl::OkStatus();
   DatScanner scanner(old_dat, *from, to);
   for (;;) {
@@ -91,7 +92,8 @@ absl::Status CatchUp(uint32_t vid, const File& old_dat, uint64_t* from, uint64_t
         *from = to;
         return absl::OkStatus();
       case DatScanner::Step::kCorrupt:
-        spdlog::error("volume {}: vacuum: corrupt needle at {} not carried over", vid, scanner.offset());
+        spdlog::error("volume {}: vacuum: corrupt needle at {} not carried over", vid,
+                      scanner.offset());
         break;
       case DatScanner::Step::kTorn:
         // Appends are whole before end_ moves past them, so this is real damage.
@@ -128,14 +130,16 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
     std::shared_lock m(map_mu_);
     live.reserve(file_count_.load());
     map_.ForEach([&](uint64_t key, CompactMap::Value v) {
-      if (!v.deleted()) live.push_back(Live{uint64_t{v.offset_units} * format::kAlignment, key, v.size});
+      if (!v.deleted())
+        live.push_back(Live{uint64_t{v.offset_units} * format::kAlignment, key, v.size});
     });
     snap_end = end_;
     old_dat = dat_;
     sb = superblock_;
     result.size_before = end_;
   }
-  std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) { return a.offset < b.offset; });
+  std::sort(live.begin(), live.end(),
+            [](const Live& a, const Live& b) { return a.offset < b.offset; });
   ++sb.compaction_revision;
 
   const std::string cpd = base_ + ".cpd", cpx = base_ + ".cpx";
@@ -165,7 +169,8 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
     if (!s.ok()) return fail(s);
     auto n = DecodeNeedle(buf);
     if (!n.ok() || n->header.key != e.key || n->header.size != e.size) {
-      (void)ChecksumFailure(n.ok() ? absl::DataLossError("index and needle disagree") : n.status(), e.key);
+      (void)ChecksumFailure(n.ok() ? absl::DataLossError("index and needle disagree") : n.status(),
+                            e.key);
       continue;  // a corrupt needle can never be served; vacuum drops it
     }
     if (absl::Status s = w.Add(buf, n->header); !s.ok()) return fail(s);
@@ -191,7 +196,8 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   if (absl::Status s = env_->Rename(cpd, base_ + ".dat"); !s.ok()) return fail(s);
   // From here on the new .dat is in place: the switch must happen even if a step fails
   // (recovery installs a left-over .cpx).
-  if (absl::Status s = env_->Rename(cpx, base_ + ".idx"); !s.ok()) spdlog::error("volume {}: {}", id(), s);
+  if (absl::Status s = env_->Rename(cpx, base_ + ".idx"); !s.ok())
+    spdlog::error("volume {}: {}", id(), s);
   if (absl::Status s = env_->SyncDir(opts_.dir); !s.ok()) spdlog::error("volume {}: {}", id(), s);
   {
     std::lock_guard m(map_mu_);

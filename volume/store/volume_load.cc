@@ -21,7 +21,8 @@ void Volume::RecoverCompactionFiles() {
     (void)env_->Remove(cpx);
   } else if (env_->Exists(cpx)) {
     spdlog::warn("volume {}: finishing an interrupted vacuum (installing its index)", id());
-    if (absl::Status s = env_->Rename(cpx, base_ + ".idx"); !s.ok()) spdlog::error("volume {}: {}", id(), s);
+    if (absl::Status s = env_->Rename(cpx, base_ + ".idx"); !s.ok())
+      spdlog::error("volume {}: {}", id(), s);
   }
 }
 
@@ -60,8 +61,8 @@ absl::Status Volume::Load() {
   RETURN_IF_ERROR(LoadIndex(dat_size, &indexed_end));
   RETURN_IF_ERROR(ScanTail(indexed_end, dat_size));
   RecomputeStats();
-  spdlog::info("volume {}: loaded {} needles ({} bytes, {} garbage)", id(), file_count_.load(), end_,
-               garbage_.load());
+  spdlog::info("volume {}: loaded {} needles ({} bytes, {} garbage)", id(), file_count_.load(),
+               end_, garbage_.load());
   return absl::OkStatus();
 }
 
@@ -92,8 +93,8 @@ absl::Status Volume::LoadIndex(uint64_t dat_size, uint64_t* indexed_end) {
       bool bad = r.offset() < prev_end || r.end() > dat_size ||
                  (!r.tombstone() && r.size > format::kMaxDataSize);
       if (bad) {
-        spdlog::warn("volume {}: .idx record {} does not fit the .dat; cutting the index there", id(),
-                     (pos + i) / format::kIndexRecordSize);
+        spdlog::warn("volume {}: .idx record {} does not fit the .dat; cutting the index there",
+                     id(), (pos + i) / format::kIndexRecordSize);
         stop = true;
         break;
       }
@@ -147,7 +148,8 @@ absl::Status Volume::ScanTail(uint64_t from, uint64_t dat_size) {
     switch (scanner.Next()) {
       case DatScanner::Step::kNeedle: {
         const DecodedNeedle& n = scanner.needle();
-        IndexRecord r{n.header.key, static_cast<uint32_t>(scanner.offset() / format::kAlignment), n.header.size};
+        IndexRecord r{n.header.key, static_cast<uint32_t>(scanner.offset() / format::kAlignment),
+                      n.header.size};
         {
           std::lock_guard m(map_mu_);
           if (r.tombstone()) {
@@ -165,14 +167,16 @@ absl::Status Volume::ScanTail(uint64_t from, uint64_t dat_size) {
       }
       case DatScanner::Step::kCorrupt:
         checksum_failures_.fetch_add(1);
-        spdlog::error("volume {}: corrupt needle at offset {} of the .dat; skipped", id(), scanner.offset());
+        spdlog::error("volume {}: corrupt needle at offset {} of the .dat; skipped", id(),
+                      scanner.offset());
         break;
       case DatScanner::Step::kEnd:
         done = true;
         break;
       case DatScanner::Step::kTorn:
         end = scanner.offset();
-        spdlog::warn("volume {}: torn tail at offset {}: cutting {} bytes off the .dat", id(), end, dat_size - end);
+        spdlog::warn("volume {}: torn tail at offset {}: cutting {} bytes off the .dat", id(), end,
+                     dat_size - end);
         RETURN_IF_ERROR(dat->Truncate(end));
         done = true;
         break;

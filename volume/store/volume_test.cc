@@ -88,7 +88,8 @@ TEST_CASE("write, read, overwrite, delete") {
   auto st = (*v)->GetStats();
   CHECK(st.file_count == 0);
   CHECK(st.delete_count == 1);
-  CHECK(st.size == format::kSuperblockSize + format::NeedleLength(5) + format::NeedleLength(14) + 32);
+  CHECK(st.size ==
+        format::kSuperblockSize + format::NeedleLength(5) + format::NeedleLength(14) + 32);
   CHECK(st.deleted_bytes == st.size - format::kSuperblockSize);
 }
 

@@ -29,7 +29,8 @@ int Usage() {
 }
 
 std::unique_ptr<kelp::volume::VolumeService::Stub> Stub(const std::string& addr) {
-  return kelp::volume::VolumeService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+  return kelp::volume::VolumeService::NewStub(
+      grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
 }
 
 int Allocate(const std::string& addr, uint32_t vid, const std::string& replication) {
@@ -69,7 +70,8 @@ int Fill(const std::string& addr, uint32_t vid, uint64_t count, size_t size, int
     workers.emplace_back([&] {
       for (uint64_t k = next++; k <= count; k = next++) {
         auto r = client.Upload(addr, kelp::FileId{vid, k, kCookie}.ToString(), blob);
-        if (!r.ok() && failed++ == 0) std::fprintf(stderr, "fill: %s\n", std::string(r.status().message()).c_str());
+        if (!r.ok() && failed++ == 0)
+          std::fprintf(stderr, "fill: %s\n", std::string(r.status().message()).c_str());
       }
     });
   }
@@ -92,8 +94,9 @@ int main(int argc, char** argv) {
   uint64_t count = 0;
   size_t size = 0;
   int threads = 16;
-  if (a.size() >= 5 && a[0] == "fill" && kelp::ParseInt(a[2], &vid) && kelp::ParseInt(a[3], &count) &&
-      kelp::ParseInt(a[4], &size) && (a.size() < 6 || kelp::ParseInt(a[5], &threads))) {
+  if (a.size() >= 5 && a[0] == "fill" && kelp::ParseInt(a[2], &vid) &&
+      kelp::ParseInt(a[3], &count) && kelp::ParseInt(a[4], &size) &&
+      (a.size() < 6 || kelp::ParseInt(a[5], &threads))) {
     return Fill(a[1], vid, count, size, threads);
   }
   if (a.size() == 2 && a[0] == "status") return Status(a[1]);
