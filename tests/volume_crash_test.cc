@@ -60,8 +60,12 @@ class VolumeProcess {
     VolumeClient c;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
-      auto r = c.Read(url(), "1,0100000001");  // any answer from the server will do
-      if (r.ok() || r.status().code() != absl::StatusCode::kUnavailable) return;
+      // Up once both planes answer (HTTP: any status will do).
+      auto r = c.Read(url(), "1,0100000001");
+      if ((r.ok() || r.status().code() != absl::StatusCode::kUnavailable) &&
+          c.GetStatus(grpc()).ok()) {
+        return;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     FAIL("kelp volume did not come up");
@@ -89,11 +93,10 @@ TEST_CASE("kill -9 during writes loses nothing acknowledged") {
   TempDir dir;
   VolumeProcess server(dir.path(), FreePort(), FreePort());
   server.Start();
-  int rc = std::system(
-      (std::string(VOLUME_TOOL) + " allocate " + server.grpc() + " 1 >/dev/null").c_str());
-  REQUIRE(rc == 0);
-
   VolumeClient client;
+  absl::Status allocated = client.AllocateVolume(server.grpc(), 1, "", "000");
+  INFO(allocated.ToString());
+  REQUIRE(allocated.ok());
   std::mutex mu;
   std::vector<uint64_t> acked;
   std::atomic<uint64_t> next{1};

@@ -182,4 +182,73 @@ absl::StatusOr<std::vector<VolumeClient::DeleteResult>> VolumeClient::BatchDelet
   return out;
 }
 
+namespace {
+
+// Runs one unary control-plane call with a deadline; transport failures become UNAVAILABLE.
+template <typename Req, typename Resp, typename Method>
+absl::Status Call(VolumeService::Stub* stub, Method method, const Req& req, Resp* resp,
+                  std::string_view what, int deadline_s = 30) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
+  grpc::Status s = (stub->*method)(&ctx, req, resp);
+  if (s.ok()) return absl::OkStatus();
+  absl::Status st = FromGrpcStatus(s);
+  if (st.code() == absl::StatusCode::kUnavailable ||
+      st.code() == absl::StatusCode::kDeadlineExceeded) {
+    return Transport(st, what);
+  }
+  return st;
+}
+
+}  // namespace
+
+absl::Status VolumeClient::AllocateVolume(std::string_view grpc_address, uint32_t volume_id,
+                                          std::string_view collection,
+                                          std::string_view replication) {
+  AllocateVolumeRequest req;
+  req.set_volume_id(volume_id);
+  req.set_collection(std::string(collection));
+  req.set_replication(std::string(replication));
+  AllocateVolumeResponse resp;
+  return Call(stubs_->Get(grpc_address), &VolumeService::Stub::AllocateVolume, req, &resp,
+              kelp::StrCat("allocate volume ", volume_id, " on ", grpc_address));
+}
+
+absl::StatusOr<StatusResponse> VolumeClient::GetStatus(std::string_view grpc_address) {
+  StatusResponse resp;
+  RETURN_IF_ERROR(Call(stubs_->Get(grpc_address), &VolumeService::Stub::Status, StatusRequest(),
+                       &resp, kelp::StrCat("status of ", grpc_address), 10));
+  return resp;
+}
+
+absl::Status VolumeClient::SetReadOnly(std::string_view grpc_address, uint32_t volume_id,
+                                       bool read_only) {
+  SetReadOnlyRequest req;
+  req.set_volume_id(volume_id);
+  req.set_read_only(read_only);
+  SetReadOnlyResponse resp;
+  return Call(stubs_->Get(grpc_address), &VolumeService::Stub::SetReadOnly, req, &resp,
+              kelp::StrCat("set volume ", volume_id, " read-only on ", grpc_address));
+}
+
+absl::StatusOr<VacuumResponse> VolumeClient::Vacuum(std::string_view grpc_address,
+                                                    uint32_t volume_id, double threshold) {
+  VacuumRequest req;
+  req.set_volume_id(volume_id);
+  req.set_garbage_threshold(threshold);
+  VacuumResponse resp;
+  // Compacting a 30 GB volume takes minutes.
+  RETURN_IF_ERROR(Call(stubs_->Get(grpc_address), &VolumeService::Stub::Vacuum, req, &resp,
+                       kelp::StrCat("vacuum on ", grpc_address), 3600));
+  return resp;
+}
+
+absl::Status VolumeClient::DeleteVolume(std::string_view grpc_address, uint32_t volume_id) {
+  DeleteVolumeRequest req;
+  req.set_volume_id(volume_id);
+  DeleteVolumeResponse resp;
+  return Call(stubs_->Get(grpc_address), &VolumeService::Stub::DeleteVolume, req, &resp,
+              kelp::StrCat("delete volume ", volume_id, " on ", grpc_address));
+}
+
 }  // namespace kelp::volume

@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "proto/volume.pb.h"
 #include "shared/http/http_client.h"
 
 namespace kelp::volume {
@@ -65,6 +66,17 @@ class VolumeClient {
   // location of the volumes concerned.
   absl::StatusOr<std::vector<DeleteResult>> BatchDelete(std::string_view grpc_address,
                                                         const std::vector<std::string>& fids);
+
+  // The rest of the control plane (proto/volume.proto), for the filer. All take the server's
+  // gRPC "host:port"; errors keep their errno (EEXIST, ENOENT, ENOSPC for -max reached).
+  absl::Status AllocateVolume(std::string_view grpc_address, uint32_t volume_id,
+                              std::string_view collection, std::string_view replication);
+  absl::StatusOr<StatusResponse> GetStatus(std::string_view grpc_address);
+  absl::Status SetReadOnly(std::string_view grpc_address, uint32_t volume_id, bool read_only);
+  // threshold 0 = the server's -garbageThreshold; volume_id 0 = every volume over it.
+  absl::StatusOr<VacuumResponse> Vacuum(std::string_view grpc_address, uint32_t volume_id,
+                                        double threshold = 0);
+  absl::Status DeleteVolume(std::string_view grpc_address, uint32_t volume_id);
 
  private:
   struct Stubs;

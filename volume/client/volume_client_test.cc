@@ -103,3 +103,37 @@ TEST_CASE("batch delete over gRPC") {
   t.server->Stop();
   CHECK(c.BatchDelete(grpc_addr, fids).status().code() == absl::StatusCode::kUnavailable);
 }
+
+TEST_CASE("control plane through the client: allocate, status, read-only, vacuum, delete") {
+  TestServer t(nullptr, [](VolumeServer::Options& o) { o.max_volumes = 2; });
+  VolumeClient c;
+  const std::string g = t.server->grpc_address();
+  REQUIRE(c.AllocateVolume(g, 3, "pics", "000").ok());
+  REQUIRE(c.AllocateVolume(g, 3, "pics", "000").ok());
+  CHECK(kelp::ErrnoOf(c.AllocateVolume(g, 3, "docs", "000")) == EEXIST);
+  REQUIRE(c.AllocateVolume(g, 4, "", "000").ok());
+  CHECK(kelp::ErrnoOf(c.AllocateVolume(g, 5, "", "000")) == ENOSPC);  // -max=2
+  for (uint64_t k = 1; k <= 10; ++k) {
+    REQUIRE(c.Upload(t.addr(), FileId{3, k, 1}.ToString(), std::string(1000, 'v')).ok());
+  }
+  for (uint64_t k = 1; k <= 8; ++k) REQUIRE(c.Delete(t.addr(), FileId{3, k, 1}.ToString()).ok());
+  auto st = c.GetStatus(g);
+  REQUIRE(st.ok());
+  REQUIRE(st->volumes_size() == 2);
+  CHECK(st->volumes(0).id() == 3);
+  CHECK(st->volumes(0).file_count() == 2);
+  CHECK(st->max_volumes() == 2);
+
+  auto vac = c.Vacuum(g, 0);
+  REQUIRE(vac.ok());
+  REQUIRE(vac->compacted_size() == 1);
+  CHECK(vac->compacted(0) == 3);
+  CHECK(*c.Read(t.addr(), FileId{3, 9, 1}.ToString()) == std::string(1000, 'v'));
+
+  REQUIRE(c.SetReadOnly(g, 3, true).ok());
+  CHECK(kelp::ErrnoOf(c.Upload(t.addr(), FileId{3, 20, 1}.ToString(), "x").status()) == EROFS);
+  CHECK(kelp::ErrnoOf(c.SetReadOnly(g, 99, true)) == ENOENT);
+  REQUIRE(c.DeleteVolume(g, 3).ok());
+  CHECK(kelp::ErrnoOf(c.DeleteVolume(g, 3)) == ENOENT);
+  CHECK(kelp::ErrnoOf(c.Read(t.addr(), FileId{3, 9, 1}.ToString()).status()) == ENOENT);
+}

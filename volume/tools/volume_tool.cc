@@ -9,9 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
-#include "proto/volume.grpc.pb.h"
 #include "shared/file_id.h"
 #include "shared/strings.h"
 #include "volume/client/volume_client.h"
@@ -28,35 +25,22 @@ int Usage() {
   return 2;
 }
 
-std::unique_ptr<kelp::volume::VolumeService::Stub> Stub(const std::string& addr) {
-  return kelp::volume::VolumeService::NewStub(
-      grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
-}
-
 int Allocate(const std::string& addr, uint32_t vid, const std::string& replication) {
-  kelp::volume::AllocateVolumeRequest req;
-  req.set_volume_id(vid);
-  req.set_replication(replication);
-  kelp::volume::AllocateVolumeResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Status s = Stub(addr)->AllocateVolume(&ctx, req, &resp);
+  absl::Status s = kelp::volume::VolumeClient().AllocateVolume(addr, vid, "", replication);
   if (!s.ok()) {
-    std::fprintf(stderr, "allocate: %s\n", s.error_message().c_str());
+    std::fprintf(stderr, "allocate: %s\n", std::string(s.message()).c_str());
     return 1;
   }
   return 0;
 }
 
 int Status(const std::string& addr) {
-  kelp::volume::StatusResponse resp;
-  grpc::ClientContext ctx;
-  grpc::Status s = Stub(addr)->Status(&ctx, kelp::volume::StatusRequest(), &resp);
-  if (!s.ok()) {
-    std::fprintf(stderr, "status: %s\n", s.error_message().c_str());
+  auto st = kelp::volume::VolumeClient().GetStatus(addr);
+  if (!st.ok()) {
+    std::fprintf(stderr, "status: %s\n", std::string(st.status().message()).c_str());
     return 1;
   }
-  std::printf("%s\n", resp.DebugString().c_str());
+  std::printf("%s\n", st->DebugString().c_str());
   return 0;
 }
 
