@@ -64,8 +64,14 @@ struct VolumeClient::Stubs {
     std::lock_guard l(mu);
     auto it = stubs.find(address);
     if (it == stubs.end()) {
-      auto stub = VolumeService::NewStub(
-          grpc::CreateChannel(std::string(address), grpc::InsecureChannelCredentials()));
+      // A restarted server must be reachable again within a second or so, not after
+      // gRPC's default reconnect back-off of up to two minutes.
+      grpc::ChannelArguments args;
+      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+      auto stub = VolumeService::NewStub(grpc::CreateCustomChannel(
+          std::string(address), grpc::InsecureChannelCredentials(), args));
       it = stubs.emplace(std::string(address), std::move(stub)).first;
     }
     return it->second.get();
