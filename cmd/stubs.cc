@@ -12,8 +12,6 @@ int NotYet(const char* what) {
 }
 }  // namespace
 
-int ServerMain(int, char**) { return NotYet("server"); }
 int FsckMain(int, char**) { return NotYet("filer.fsck"); }
-int VolumeMain(int, char**) { return NotYet("volume"); }
 
 }  // namespace kelp

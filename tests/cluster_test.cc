@@ -110,8 +110,9 @@ class Cluster {
     auto l = client_.Get(filer(), StrCat("/dir/lookup?volumeId=", fid));
     if (!l.ok()) return l.status();
     if (l->status != 200) return absl::NotFoundError(StrCat("lookup ", fid, ": ", l->body));
-    absl::Status last = absl::NotFoundError("no locations");
-    for (const auto& loc : json::parse(l->body)["locations"]) {
+    absl::Status last = absl::NotFoundError(StrCat("no locations in ", l->body));
+    json reply = json::parse(l->body);
+    for (const auto& loc : reply["locations"]) {
       auto g = client_.Get(loc["url"].get<std::string>(), "/" + fid);
       if (g.ok() && g->status == 200) return g->body;
       last = g.ok() ? absl::UnavailableError(StrCat("GET ", fid, ": ", g->status)) : g.status();
@@ -144,6 +145,7 @@ TEST_CASE("write, read and delete blobs over HTTP") {
   }
   for (const auto& [fid, data] : written) {
     auto got = c.Read(fid);
+    INFO(fid << ": " << got.status().ToString());
     REQUIRE(got.ok());
     CHECK(*got == data);
   }
@@ -193,6 +195,7 @@ TEST_CASE("kill -9 of a volume server during writes loses nothing acknowledged")
   REQUIRE(acked.size() > 100);
   for (const auto& [fid, data] : acked) {
     auto got = c.Read(fid);
+    INFO(fid << ": " << got.status().ToString());
     REQUIRE(got.ok());
     REQUIRE(*got == data);
   }
@@ -238,6 +241,7 @@ TEST_CASE("replication 001 survives a dead replica: reads continue, writes go to
   REQUIRE(WaitFor([&] { return c.AliveServers() == 2; }, std::chrono::seconds(20)));
   for (const auto& [fid, data] : written) {
     auto got = c.Read(fid);
+    INFO(fid << ": " << got.status().ToString());
     REQUIRE(got.ok());
     CHECK(*got == data);
   }

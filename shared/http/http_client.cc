@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 
 #include "shared/strings.h"
@@ -42,6 +43,31 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(std::string_view host_
   }
   return std::make_pair(std::string(host_port.substr(0, colon)), port);
 }
+
+// A receive buffer that grows without zero-filling: std::string::resize would clear 64 KiB
+// for every recv.
+class RecvBuffer {
+ public:
+  size_t size() const { return len_; }
+  void clear() { len_ = 0; }
+  // Room for n more bytes; returns where they go.
+  char* Reserve(size_t n) {
+    if (cap_ < len_ + n) {
+      size_t cap = std::max(len_ + n, cap_ * 2);
+      auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+      if (len_ > 0) memcpy(bigger.get(), data_.get(), len_);
+      data_ = std::move(bigger);
+      cap_ = cap;
+    }
+    return data_.get() + len_;
+  }
+  void Grow(size_t n) { len_ += n; }
+  operator std::string_view() const { return std::string_view(data_.get(), len_); }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t cap_ = 0, len_ = 0;
+};
 
 }  // namespace
 
@@ -167,28 +193,30 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
   bool has_body = !body.empty() || method == "PUT" || method == "POST";
   if (has_body) kelp::StrAppend(&head, "Content-Length: ", body.size(), "\r\n");
   head += "\r\n";
+  absl::Status sent;
   if (body.size() <= (64 << 10)) {
     head.append(body);
-    RETURN_IF_ERROR(SendAll(fd, head));
+    sent = SendAll(fd, head);
   } else {
-    RETURN_IF_ERROR(SendAll(fd, head));
-    RETURN_IF_ERROR(SendAll(fd, body));
+    sent = SendAll(fd, head);
+    if (sent.ok()) sent = SendAll(fd, body);
   }
+  // A server may answer before taking the whole body (413, 507...) and close: its answer
+  // is still in our socket, so read it rather than report the failed send.
 
-  std::string buf;
+  RecvBuffer buf;
   size_t pos = 0;
   auto read_more = [&]() -> absl::Status {
     if (pos > 0 && pos == buf.size()) {
       buf.clear();
       pos = 0;
     }
-    size_t old = buf.size();
-    buf.resize(old + (64 << 10));
+    char* dst = buf.Reserve(64 << 10);
     ssize_t n;
     do {
-      n = recv(fd, buf.data() + old, 64 << 10, 0);
+      n = recv(fd, dst, 64 << 10, 0);
     } while (n < 0 && errno == EINTR);
-    buf.resize(old + (n > 0 ? n : 0));
+    if (n > 0) buf.Grow(n);
     if (n == 0) return absl::UnavailableError(kelp::StrCat("connection to ", host_port, " closed"));
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -212,7 +240,7 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
       return absl::UnavailableError(kelp::StrCat("bad response from ", host_port, ": ", r.error));
     }
     if (buf.size() - pos > (64 << 10)) return absl::UnavailableError("response head too large");
-    RETURN_IF_ERROR(read_more());
+    if (absl::Status r = read_more(); !r.ok()) return sent.ok() ? r : sent;
   }
 
   ClientResponse resp;
@@ -220,7 +248,7 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
   resp.headers = std::move(rh.headers);
   auto deliver = [&](std::string_view piece) -> absl::Status {
     if (piece.empty()) return absl::OkStatus();
-    if (on_body) return on_body(piece);
+    if (on_body && resp.status >= 200 && resp.status < 300) return on_body(piece);
     if (resp.body.size() + piece.size() > opts_.max_body_bytes) {
       return absl::ResourceExhaustedError("response body too large");
     }
@@ -257,7 +285,7 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
       left -= take;
     }
   }
-  *keep_alive = rh.keep_alive && pos == buf.size();
+  *keep_alive = sent.ok() && rh.keep_alive && pos == buf.size();
   return resp;
 }
 

@@ -38,8 +38,9 @@ class HttpClient {
   ~HttpClient();
 
   // host_port: "127.0.0.1:8080". target: "/3,01637037d6?fsync=true" (already encoded).
-  // on_body, when set, receives the body in pieces instead of ClientResponse::body; returning
-  // an error aborts the transfer (and the connection).
+  // on_body, when set, receives a 2xx response's body in pieces instead of
+  // ClientResponse::body; returning an error aborts the transfer (and the connection). Other
+  // responses' bodies (error texts) still go to ClientResponse::body.
   absl::StatusOr<ClientResponse> Do(std::string_view method, std::string_view host_port,
                                     std::string_view target, const Headers& headers = {},
                                     std::string_view body = {},

@@ -186,7 +186,11 @@ ParseResult ParseRequestHead(std::string_view buf, RequestHead* out) {
   for (char c : method) {
     if (!IsTokenChar(c)) return Error(400, "malformed method");
   }
-  if (!ParseVersion(version, &out->version_minor)) return Error(505, "unsupported HTTP version");
+  if (!ParseVersion(version, &out->version_minor)) {
+    // 505 only for a real HTTP version we do not speak; anything else is not HTTP at all.
+    if (version.substr(0, 5) == "HTTP/") return Error(505, "unsupported HTTP version");
+    return Error(400, "malformed request line");
+  }
   if (target.empty() || target[0] != '/') return Error(400, "request target must start with /");
   for (char c : target) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return Error(400, "invalid character in request target");

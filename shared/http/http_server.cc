@@ -87,26 +87,26 @@ class Conn {
   }
 
   int fd() const { return fd_; }
-  size_t buffered() const { return in_.size() - in_pos_; }
-  std::string_view pending_input() const { return std::string_view(in_).substr(in_pos_); }
+  size_t buffered() const { return in_len_ - in_pos_; }
+  std::string_view pending_input() const { return std::string_view(in_.data() + in_pos_, in_len_ - in_pos_); }
 
   // Reads once from the socket into the input buffer. Returns bytes read, 0 on EOF, -1 on
   // error (errno set; EAGAIN in non-blocking mode).
   ssize_t ReadSome() {
-    if (in_pos_ == in_.size()) {
-      in_.clear();
-      in_pos_ = 0;
-    } else if (in_pos_ > (256 << 10) && in_pos_ > in_.size() / 2) {
+    if (in_pos_ == in_len_) {
+      in_len_ = in_pos_ = 0;
+    } else if (in_pos_ > (256 << 10) && in_pos_ > in_len_ / 2) {
       in_.erase(0, in_pos_);
+      in_len_ -= in_pos_;
       in_pos_ = 0;
     }
-    size_t old = in_.size();
-    in_.resize(old + kReadChunk);
+    // in_ only grows: resizing it for every recv would zero-fill kReadChunk bytes each time.
+    if (in_.size() < in_len_ + kReadChunk) in_.resize(in_len_ + kReadChunk);
     ssize_t n;
     do {
-      n = recv(fd_, in_.data() + old, kReadChunk, 0);
+      n = recv(fd_, in_.data() + in_len_, kReadChunk, 0);
     } while (n < 0 && errno == EINTR);
-    in_.resize(old + (n > 0 ? n : 0));
+    if (n > 0) in_len_ += n;
     return n;
   }
 
@@ -193,7 +193,8 @@ class Conn {
   bool write_failed_ = false;
 
  private:
-  std::string in_;
+  std::string in_;       // bytes [in_pos_, in_len_) are unparsed input; the rest is spare room
+  size_t in_len_ = 0;
   size_t in_pos_ = 0;
   std::string out_;
   size_t out_pos_ = 0;

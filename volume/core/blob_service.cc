@@ -1,0 +1,169 @@
+#include "volume/core/blob_service.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+
+#include "shared/log.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::volume {
+
+BlobService::BlobService(Store* store, LocationProvider* locations, http::HttpClient* client,
+                         ThreadPool* fanout)
+    : store_(store), locations_(locations), client_(client), fanout_(fanout) {}
+
+void BlobService::SetSelfUrls(std::vector<std::string> urls) {
+  std::lock_guard l(mu_);
+  self_urls_ = std::move(urls);
+}
+
+bool BlobService::IsSelf(const std::string& url) const {
+  std::lock_guard l(mu_);
+  return std::find(self_urls_.begin(), self_urls_.end(), url) != self_urls_.end();
+}
+
+absl::StatusOr<std::shared_ptr<Volume>> BlobService::GetVolume(uint32_t vid) const {
+  std::shared_ptr<Volume> v = store_->Get(vid);
+  if (!v) return PosixError(ENOENT, kelp::StrCat("volume ", vid, " is not on this server"));
+  return v;
+}
+
+bool BlobService::Replicated(uint32_t vid) const {
+  std::shared_ptr<Volume> v = store_->Get(vid);
+  return v && v->copies() > 1;
+}
+
+absl::StatusOr<Volume::WriteResult> BlobService::Write(const FileId& fid, std::string_view data,
+                                                       bool fsync, bool from_client) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Volume> v, GetVolume(fid.volume_id));
+  const bool replicate = from_client && v->copies() > 1;
+  const bool existed = replicate && v->SizeOf(fid.key).has_value();
+  ASSIGN_OR_RETURN(Volume::WriteResult r, v->Write(fid.key, fid.cookie, data, fsync));
+  if (replicate) {
+    absl::Status s = Forward(*v, fid, "PUT", data, fsync);
+    if (!s.ok()) {
+      // Not acknowledged: take a new needle back rather than leave an orphan here (an
+      // overwrite stays, the previous version being gone already).
+      if (!existed) (void)v->Delete(fid.key, fid.cookie);
+      return s;
+    }
+  }
+  return r;
+}
+
+absl::StatusOr<uint32_t> BlobService::Delete(const FileId& fid, bool fsync, bool from_client) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Volume> v, GetVolume(fid.volume_id));
+  absl::StatusOr<uint32_t> local = v->Delete(fid.key, fid.cookie, fsync);
+  if (!local.ok() && ErrnoOf(local.status()) != ENOENT) return local.status();
+  if (from_client && v->copies() > 1) {
+    // Forward even when absent here, so replicas converge; they answer 404 when absent too.
+    RETURN_IF_ERROR(Forward(*v, fid, "DELETE", {}, fsync));
+  }
+  return local;
+}
+
+absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::string_view method,
+                                  std::string_view body, bool fsync) {
+  if (locations_ == nullptr) {
+    return absl::UnavailableError(
+        kelp::StrCat("volume ", v.id(), " keeps ", v.copies(),
+                     " copies but this server knows no filer to find them"));
+  }
+  std::string path =
+      kelp::StrCat("/", fid.ToString(), "?type=replicate", fsync ? "&fsync=true" : "");
+  absl::Status last;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (attempt > 0) locations_->Invalidate(v.id());
+    auto urls = locations_->Lookup(v.id());
+    if (!urls.ok()) {
+      last = urls.status();
+      continue;
+    }
+    std::vector<std::string> targets;
+    for (const std::string& u : *urls) {
+      if (!IsSelf(u) && std::find(targets.begin(), targets.end(), u) == targets.end())
+        targets.push_back(u);
+    }
+    if (static_cast<int>(targets.size()) < v.copies() - 1) {
+      last =
+          absl::UnavailableError(kelp::StrCat("volume ", v.id(), " needs ", v.copies() - 1,
+                                              " replicas, ", targets.size(), " are known alive"));
+      continue;
+    }
+    last = ForwardOnce(v, targets, method, path, body);
+    if (last.ok()) return last;
+  }
+  spdlog::warn("volume {}: replicating {} {} failed: {}", v.id(), method, fid.ToString(), last);
+  return absl::UnavailableError(kelp::StrCat("replication failed: ", ToStd(last.message())));
+}
+
+absl::Status BlobService::ForwardOnce(const Volume& v, const std::vector<std::string>& targets,
+                                      std::string_view method, const std::string& target_path,
+                                      std::string_view body) {
+  auto send = [&](const std::string& url) -> absl::Status {
+    auto resp = client_->Do(method, url, target_path, {}, body);
+    if (!resp.ok()) return resp.status();
+    int st = resp->status;
+    bool ok = method == "DELETE" ? (st == 202 || st == 200 || st == 404) : (st == 201 || st == 200);
+    if (ok) return absl::OkStatus();
+    return absl::UnavailableError(
+        kelp::StrCat("replica ", url, " answered ", st, ": ", resp->body));
+  };
+  // All but the last target on the fan-out pool, the last one on this thread.
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t pending = targets.size() - 1;
+  absl::Status first_error;
+  auto record = [&](absl::Status s) {
+    std::lock_guard l(mu);
+    if (!s.ok() && first_error.ok()) first_error = std::move(s);
+  };
+  for (size_t i = 0; i + 1 < targets.size(); ++i) {
+    bool queued = fanout_->Submit([&, i] {
+      absl::Status s = send(targets[i]);
+      std::lock_guard l(mu);
+      if (!s.ok() && first_error.ok()) first_error = std::move(s);
+      if (--pending == 0) cv.notify_all();
+    });
+    if (!queued) {
+      record(absl::UnavailableError("server stopping"));
+      std::lock_guard l(mu);
+      if (--pending == 0) cv.notify_all();
+    }
+  }
+  record(send(targets.back()));
+  std::unique_lock l(mu);
+  cv.wait(l, [&] { return pending == 0; });
+  return first_error;
+}
+
+std::vector<BlobService::DeleteResult> BlobService::BatchDelete(
+    const std::vector<std::string>& fids) {
+  std::vector<DeleteResult> out;
+  out.reserve(fids.size());
+  for (const std::string& f : fids) {
+    DeleteResult r;
+    r.fid = f;
+    auto fid = FileId::Parse(f);
+    if (!fid.ok()) {
+      r.status = 400;
+      r.error = std::string(fid.status().message());
+      out.push_back(std::move(r));
+      continue;
+    }
+    auto d = Delete(*fid, false, false);
+    if (d.ok()) {
+      r.size = *d;
+    } else {
+      r.status = HttpStatusOf(d.status());
+      r.error = std::string(d.status().message());
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace kelp::volume

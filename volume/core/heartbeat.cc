@@ -1,0 +1,125 @@
+#include "volume/core/heartbeat.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "shared/log.h"
+
+namespace kelp::volume {
+
+void FillVolumeInfo(const Volume& v, kelp::volume::VolumeInfo* info) {
+  Volume::Stats s = v.GetStats();
+  info->set_id(v.id());
+  info->set_collection(v.collection());
+  info->set_replication(v.replication());
+  info->set_size(s.size);
+  info->set_file_count(s.file_count);
+  info->set_delete_count(s.delete_count);
+  info->set_deleted_bytes(s.deleted_bytes);
+  info->set_read_only(s.read_only);
+  info->set_max_key(s.max_key);
+}
+
+Heartbeater::Heartbeater(Options options, Store* store)
+    : opts_(std::move(options)),
+      store_(store),
+      stub_(cluster::Cluster::NewStub(FilerChannel(opts_.filer_grpc))) {}
+
+std::shared_ptr<grpc::Channel> FilerChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  // gRPC's default reconnect back-off grows to two minutes; a restarted filer should see
+  // this server again within a pulse or two.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+Heartbeater::~Heartbeater() { Stop(); }
+
+void Heartbeater::Start() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "vol-heartbeat");
+    Run();
+  });
+}
+
+void Heartbeater::Stop() {
+  {
+    std::lock_guard l(mu_);
+    stop_ = true;
+    if (active_ != nullptr) active_->TryCancel();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Heartbeater::Trigger() {
+  {
+    std::lock_guard l(mu_);
+    triggered_ = true;
+  }
+  cv_.notify_all();
+}
+
+cluster::HeartbeatRequest Heartbeater::BuildRequest() const {
+  cluster::HeartbeatRequest req;
+  req.set_ip(opts_.ip);
+  req.set_port(opts_.port);
+  req.set_grpc_port(opts_.grpc_port);
+  req.set_public_url(opts_.public_url);
+  req.set_data_center(opts_.data_center);
+  req.set_rack(opts_.rack);
+  req.set_max_volumes(store_->max_volumes());
+  if (auto du = store_->GetDiskUsage(); du.ok()) {
+    req.set_disk_free(du->free);
+    req.set_disk_total(du->total);
+  }
+  for (const auto& v : store_->List()) FillVolumeInfo(*v, req.add_volumes());
+  return req;
+}
+
+void Heartbeater::Run() {
+  int pulse_ms = opts_.pulse_ms > 0 ? opts_.pulse_ms : 1000;
+  bool outage_logged = false;
+  for (;;) {
+    cluster::HeartbeatRequest req = BuildRequest();
+    cluster::HeartbeatResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(std::max(pulse_ms * 3, 3000)));
+    {
+      std::lock_guard l(mu_);
+      if (stop_) return;
+      active_ = &ctx;
+    }
+    grpc::Status s = stub_->Heartbeat(&ctx, req, &resp);
+    {
+      std::lock_guard l(mu_);
+      active_ = nullptr;
+      if (stop_) return;
+    }
+    if (s.ok()) {
+      if (!connected_.exchange(true) || outage_logged) {
+        spdlog::info("volume server {}:{}: heartbeating to filer {}", opts_.ip, opts_.port,
+                     opts_.filer_grpc);
+      }
+      outage_logged = false;
+      beats_.fetch_add(1);
+      if (resp.volume_size_limit() > 0) store_->SetVolumeSizeLimit(resp.volume_size_limit());
+      if (resp.pulse_ms() > 0) pulse_ms = static_cast<int>(resp.pulse_ms());
+    } else {
+      connected_ = false;
+      if (!outage_logged) {
+        spdlog::warn("volume server {}:{}: heartbeat to filer {} failed ({}); retrying every {} ms",
+                     opts_.ip, opts_.port, opts_.filer_grpc, s.error_message(), pulse_ms);
+        outage_logged = true;
+      }
+    }
+    std::unique_lock l(mu_);
+    cv_.wait_for(l, std::chrono::milliseconds(pulse_ms), [&] { return stop_ || triggered_; });
+    if (stop_) return;
+    triggered_ = false;
+  }
+}
+
+}  // namespace kelp::volume

@@ -1,0 +1,68 @@
+#include "volume/core/vacuum.h"
+
+#include <cerrno>
+
+#include "shared/log.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::volume {
+
+absl::StatusOr<VacuumResult> VacuumVolumes(Store& store, uint32_t vid, double threshold) {
+  std::vector<std::shared_ptr<Volume>> targets;
+  if (vid != 0) {
+    std::shared_ptr<Volume> v = store.Get(vid);
+    if (!v) return PosixError(ENOENT, kelp::StrCat("volume ", vid, " is not on this server"));
+    targets.push_back(std::move(v));
+  } else {
+    targets = store.List();
+  }
+  VacuumResult result;
+  for (const auto& v : targets) {
+    double ratio = v->GarbageRatio();
+    if (ratio < threshold || v->GetStats().deleted_bytes == 0) continue;
+    spdlog::info("volume {}: vacuuming ({:.0f}% garbage)", v->id(), ratio * 100);
+    auto r = v->Compact();
+    if (!r.ok()) {
+      if (vid != 0) return r.status();
+      continue;  // Compact logged it
+    }
+    result.compacted.push_back(v->id());
+    if (r->size_before > r->size_after) result.reclaimed_bytes += r->size_before - r->size_after;
+  }
+  return result;
+}
+
+VacuumLoop::VacuumLoop(Store* store, double threshold, int interval_ms)
+    : store_(store), threshold_(threshold), interval_ms_(interval_ms) {}
+
+VacuumLoop::~VacuumLoop() { Stop(); }
+
+void VacuumLoop::Start() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "vol-vacuum");
+    Run();
+  });
+}
+
+void VacuumLoop::Stop() {
+  {
+    std::lock_guard l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void VacuumLoop::Run() {
+  for (;;) {
+    {
+      std::unique_lock l(mu_);
+      if (cv_.wait_for(l, std::chrono::milliseconds(interval_ms_), [&] { return stop_; })) return;
+    }
+    // A vacuum that is under way finishes even if Stop() is called meanwhile: Stop waits.
+    (void)VacuumVolumes(*store_, 0, threshold_);
+  }
+}
+
+}  // namespace kelp::volume

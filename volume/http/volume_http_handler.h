@@ -1,0 +1,58 @@
+// The HTTP data plane of a volume server (SeaweedFS compatible):
+//   PUT|POST /<fid>   raw body or multipart/form-data -> 201 {"name","size","eTag"}
+//                     ?fsync=true: durable before the reply; ?type=replicate: from a primary
+//   GET|HEAD /<fid>   ETag, If-None-Match -> 304, Range -> 206 / 416, Last-Modified
+//   DELETE /<fid>     -> 202 {"size"}, 404 if absent
+//   GET /status       JSON: volumes, sizes, counts, disk
+//   GET /metrics      Prometheus text
+// <fid> is "3,01637037d6", "3/01637037d6", either with an extension, or "3/01637037d6/name".
+// A wrong cookie is a 404, a malformed fid a 400, a body over the size limit a 413, a full
+// disk a 507, a read-only volume a 403, a failed replication a 503.
+//
+// Small GETs and HEADs, and small unreplicated PUTs and DELETEs without fsync, run inline on
+// the HTTP event loop (see http::Handler::RunInline); the rest on worker threads.
+// Threads: thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "shared/http/http_server.h"
+#include "volume/core/blob_service.h"
+#include "volume/core/volume_metrics.h"
+#include "volume/http/upload_budget.h"
+#include "volume/store/store.h"
+
+namespace kelp::volume {
+
+class VolumeHttpHandler : public http::Handler {
+ public:
+  struct Options {
+    uint64_t file_size_limit = 256ull << 20;  // bytes; larger uploads get 413
+    uint32_t inline_read_max = 64 << 10;      // bytes; larger blobs are read on a worker thread
+    uint64_t upload_budget = 256ull << 20;    // bytes of upload bodies buffered at once
+    int upload_wait_ms = 10000;               // how long an upload waits for room before 503
+  };
+  VolumeHttpHandler(Options options, Store* store, BlobService* blobs, VolumeMetrics* metrics);
+
+  bool RunInline(const http::Request& head) const override;
+  void Handle(http::Request& req, http::ResponseWriter& w) override;
+
+ private:
+  struct Outcome {
+    uint64_t bytes_in = 0;
+    uint64_t bytes_out = 0;
+  };
+  void Route(http::Request& req, http::ResponseWriter& w, Outcome* out);
+  void Get(http::Request& req, http::ResponseWriter& w, const FileId& fid, Outcome* out);
+  void Put(http::Request& req, http::ResponseWriter& w, const FileId& fid, Outcome* out);
+  void Delete(http::Request& req, http::ResponseWriter& w, const FileId& fid);
+  void Status(http::ResponseWriter& w);
+
+  const Options opts_;
+  Store* const store_;
+  BlobService* const blobs_;
+  VolumeMetrics* const metrics_;
+  UploadBudget budget_;
+};
+
+}  // namespace kelp::volume

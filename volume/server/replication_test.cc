@@ -1,0 +1,83 @@
+// Replication "001" between two in-process volume servers, which find each other through a
+// fake filer fed by their own heartbeats.
+#include <catch2/catch.hpp>
+
+#include "shared/file_id.h"
+#include "volume/server/test_server.h"
+
+using namespace kelp::volume;
+using namespace kelp::volume::testing;
+using kelp::FileId;
+
+namespace {
+
+struct Pair {
+  FakeCluster cluster;
+  std::unique_ptr<TestServer> a, b;
+  Pair() {
+    REQUIRE(cluster.Start().ok());
+    a = std::make_unique<TestServer>(&cluster);
+    b = std::make_unique<TestServer>(&cluster);
+    REQUIRE(a->server->store().Allocate(5, "", "001").ok());
+    REQUIRE(b->server->store().Allocate(5, "", "001").ok());
+    REQUIRE(WaitFor([&] { return cluster.Holders(5).size() == 2; }));
+  }
+};
+
+std::string Path(uint64_t key, uint32_t cookie = 0xabcd) {
+  return "/" + FileId{5, key, cookie}.ToString();
+}
+
+}  // namespace
+
+TEST_CASE("a write to either copy reaches both; so does a delete") {
+  Pair p;
+  std::string data = RandomBlob(1, 3000);
+  auto r = p.a->Do("PUT", Path(1), data);
+  REQUIRE(r.status == 201);
+  CHECK(p.b->Do("GET", Path(1)).body == data);
+  CHECK(p.a->Do("GET", Path(1)).body == data);
+
+  REQUIRE(p.b->Do("PUT", Path(2) + "?fsync=true", "via b").status == 201);
+  CHECK(p.a->Do("GET", Path(2)).body == "via b");
+
+  CHECK(p.a->Do("DELETE", Path(1)).status == 202);
+  CHECK(p.a->Do("GET", Path(1)).status == 404);
+  CHECK(p.b->Do("GET", Path(1)).status == 404);
+}
+
+TEST_CASE("a replica write is not forwarded again") {
+  Pair p;
+  REQUIRE(p.b->Do("PUT", Path(3) + "?type=replicate", "only b").status == 201);
+  CHECK(p.b->Do("GET", Path(3)).body == "only b");
+  CHECK(p.a->Do("GET", Path(3)).status == 404);
+  REQUIRE(p.b->Do("DELETE", Path(3) + "?type=replicate").status == 202);
+}
+
+TEST_CASE("an unreachable replica fails the write with a 5xx and leaves no orphan") {
+  Pair p;
+  SECTION("the replica is down") {
+    REQUIRE(p.a->Do("PUT", Path(1), "before").status == 201);
+    p.b->server->Stop();
+    auto r = p.a->Do("PUT", Path(4), "lost?");
+    CHECK(r.status == 503);
+    CHECK(p.a->Do("GET", Path(4)).status == 404);  // rolled back
+    CHECK(p.a->Do("DELETE", Path(1)).status == 503);
+    CHECK(p.a->Do("GET", Path(1)).status == 404);  // deleted here; the client must retry
+  }
+  SECTION("the filer knows no live replica") {
+    p.cluster.OverrideLocations(5, {p.a->addr()});
+    CHECK(p.a->Do("PUT", Path(4), "x").status == 503);
+    CHECK(p.a->Do("GET", Path(4)).status == 404);
+    p.cluster.OverrideLocations(5, {p.a->addr(), p.b->addr()});
+    CHECK(p.a->Do("PUT", Path(4), "x").status == 201);  // the cache was refreshed on failure
+    CHECK(p.b->Do("GET", Path(4)).body == "x");
+  }
+}
+
+TEST_CASE("a replicated volume without a filer refuses client writes") {
+  TestServer t;
+  REQUIRE(t.server->store().Allocate(5, "", "001").ok());
+  CHECK(t.Do("PUT", Path(1), "x").status == 503);
+  CHECK(t.Do("PUT", Path(1) + "?type=replicate", "x").status == 201);
+}

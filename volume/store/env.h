@@ -1,0 +1,61 @@
+// The narrow file-system interface the volume store does all its I/O through, so tests can
+// inject faults (ENOSPC, short writes) and count fdatasyncs (see fault_env.h). Modelled on
+// leveldb's Env.
+//
+// Threads: Env and File implementations are thread-safe. A File may be read (ReadAt) from
+// many threads at once and while another thread writes it; the store serialises writers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kelp::volume {
+
+class File {
+ public:
+  virtual ~File() = default;
+  // Reads up to n bytes at offset into buf. Returns fewer than n only at the end of the file.
+  virtual absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* buf) const = 0;
+  // Writes data at offset. May write fewer bytes than asked (a short write), which the caller
+  // treats as its own problem; an error means nothing more could be written.
+  virtual absl::StatusOr<size_t> WriteAt(uint64_t offset, std::string_view data) = 0;
+  virtual absl::Status Truncate(uint64_t size) = 0;
+  virtual absl::Status DataSync() = 0;  // fdatasync
+  virtual absl::StatusOr<uint64_t> Size() const = 0;
+};
+
+struct DiskUsage {
+  uint64_t total = 0;  // bytes
+  uint64_t free = 0;   // bytes available to this process
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+  // Opens path for reading and writing; creates it if create is true and it is missing.
+  virtual absl::StatusOr<std::shared_ptr<File>> Open(const std::string& path, bool create) = 0;
+  virtual bool Exists(const std::string& path) = 0;
+  virtual absl::Status Rename(const std::string& from, const std::string& to) = 0;
+  virtual absl::Status Remove(const std::string& path) = 0;    // OK if already absent
+  virtual absl::Status CreateDir(const std::string& dir) = 0;  // with parents; OK if present
+  virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;
+  virtual absl::Status SyncDir(const std::string& dir) = 0;
+  virtual absl::StatusOr<DiskUsage> GetDiskUsage(const std::string& dir) = 0;
+
+  // The real file system (pread/pwrite/fdatasync). Never destroyed.
+  static Env* Default();
+};
+
+// Writes all of data at offset, looping over short writes. On failure some prefix may have
+// been written; the caller truncates it away.
+absl::Status WriteFully(File& file, uint64_t offset, std::string_view data);
+// Reads exactly n bytes or fails (DataLoss at end of file).
+absl::Status ReadFully(const File& file, uint64_t offset, size_t n, char* buf);
+
+}  // namespace kelp::volume

@@ -1,0 +1,190 @@
+// One volume: an append-only .dat of needles, its .idx, and the in-memory CompactMap
+// (formats in needle_format.h / docs/needle-format.md).
+//
+// Threads: every method is thread-safe. Writes and deletes are serialised by write_mu_,
+// which is held across the append's pwrite (the append offset is the serialisation point)
+// but never across fdatasync: durable writes wait in a group commit, where one leader syncs
+// for everyone who appended before it. Reads take map_mu_ shortly to find a needle and the
+// file it lives in, then pread without any lock; a vacuum switching files under them is
+// harmless because each read holds a reference to the file it found the needle in.
+//
+// Lock order: compact_mu_ -> write_mu_ -> map_mu_ -> sync_mu_.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "volume/store/compact_map.h"
+#include "volume/store/env.h"
+#include "volume/store/needle.h"
+
+namespace kelp::volume {
+
+class Volume {
+ public:
+  struct Options {
+    std::string dir;                       // where <base>.dat and <base>.idx live
+    uint32_t id = 0;                       // volume id, > 0
+    std::string collection;                // "" for none; part of the file names
+    std::string replication = "000";       // "xyz"; recorded in the superblock on creation
+    uint64_t size_limit = 30000ull << 20;  // bytes; at or over it the volume turns read-only
+    Env* env = nullptr;                    // nullptr = Env::Default()
+  };
+
+  // Creates a new, empty volume (AlreadyExists if its .dat is there).
+  static absl::StatusOr<std::unique_ptr<Volume>> Create(Options options);
+  // Opens an existing volume, recovering from a crash (see docs/needle-format.md). The
+  // replication recorded in the superblock wins over options.replication.
+  static absl::StatusOr<std::unique_ptr<Volume>> Open(Options options);
+  ~Volume();
+
+  // "<dir>/<collection>_<id>" or "<dir>/<id>": the path of the files without extension.
+  static std::string BasePath(const std::string& dir, const std::string& collection, uint32_t id);
+
+  uint32_t id() const { return opts_.id; }
+  const std::string& collection() const { return opts_.collection; }
+  const std::string& replication() const { return replication_; }
+  // Copies of each needle the replication asks for (1 + x + y + z).
+  int copies() const { return copies_; }
+
+  struct WriteResult {
+    uint32_t size = 0;      // data bytes
+    uint64_t checksum = 0;  // xxHash3 of the data (the ETag)
+  };
+  // Appends a needle. With sync, returns only once it is on disk (group commit). Fails with
+  // EROFS when read-only or full, ENOSPC when the disk is full (the volume stays as it was),
+  // EEXIST when the key exists with another cookie, EFBIG when data is too large.
+  absl::StatusOr<WriteResult> Write(uint64_t key, uint32_t cookie, std::string_view data,
+                                    bool sync = false);
+  // Appends a tombstone; returns the deleted data size. NotFound if absent or the cookie
+  // does not match.
+  absl::StatusOr<uint32_t> Delete(uint64_t key, uint32_t cookie, bool sync = false);
+  // Waits until everything appended so far is durable.
+  absl::Status Sync();
+
+  // A live needle, found without reading it. Reading through it needs no lock and stays
+  // valid across vacuum (it holds the file the needle was found in).
+  struct Handle {
+    std::shared_ptr<File> file;
+    uint64_t offset = 0;  // of the needle
+    uint32_t size = 0;    // data bytes
+    uint64_t key = 0;
+    uint64_t data_offset() const { return offset + format::kHeaderSize; }
+  };
+  // nullopt when the key is absent or deleted.
+  std::optional<Handle> Find(uint64_t key) const;
+  // The data size of a live needle (cheap: no I/O).
+  std::optional<uint32_t> SizeOf(uint64_t key) const;
+
+  // Reads a whole needle into *buf and verifies it; the result's data points into *buf.
+  // NotFound if absent, deleted or the cookie differs; DataLoss (logged and counted) if the
+  // needle on disk is corrupt.
+  absl::StatusOr<DecodedNeedle> Read(uint64_t key, uint32_t cookie, std::string* buf) const;
+  // The same for a needle already found.
+  absl::StatusOr<DecodedNeedle> Read(const Handle& h, uint32_t cookie, std::string* buf) const;
+  // Verifies a needle of any size by streaming it through the hash (for bodies too large to
+  // hold); returns it with empty data. Same errors as Read.
+  absl::StatusOr<DecodedNeedle> Verify(const Handle& h, uint32_t cookie) const;
+
+  struct Stats {
+    uint64_t size = 0;           // bytes in the .dat
+    uint64_t file_count = 0;     // live needles
+    uint64_t delete_count = 0;   // deletes since the last vacuum
+    uint64_t deleted_bytes = 0;  // garbage a vacuum would reclaim
+    uint64_t max_key = 0;
+    bool read_only = false;
+    uint64_t map_bytes = 0;  // memory held by the in-memory index
+  };
+  Stats GetStats() const;
+  // Garbage bytes / .dat bytes, in [0, 1].
+  double GarbageRatio() const;
+  uint64_t checksum_failures() const { return checksum_failures_.load(); }
+
+  bool read_only() const;
+  // Read-only by order of the coordinator (a full volume stays read-only regardless).
+  void SetReadOnly(bool read_only);
+  void SetSizeLimit(uint64_t bytes);
+
+  // Test hooks run by Compact between its phases, without any lock held.
+  struct CompactHooks {
+    std::function<void()> after_copy;     // live needles copied, before catching up
+    std::function<void()> after_catchup;  // caught up without lock, before the locked switch
+  };
+  struct CompactResult {
+    uint64_t size_before = 0;
+    uint64_t size_after = 0;
+  };
+  // Vacuum: copies live needles into new files while reads and writes go on, catches up with
+  // the writes made meanwhile, then switches. Unavailable if another vacuum of this volume
+  // is running.
+  absl::StatusOr<CompactResult> Compact(const CompactHooks* hooks = nullptr);
+
+  // Removes the volume's files. Reads already holding a Handle still work; everything else
+  // fails from now on.
+  absl::Status Destroy();
+
+ private:
+  explicit Volume(Options options);
+  absl::Status CreateFiles();
+  absl::Status Load();
+  absl::Status LoadIndex(uint64_t dat_size, uint64_t* indexed_end);
+  absl::Status ScanTail(uint64_t from, uint64_t dat_size);
+  void RecomputeStats() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status CheckWritable(uint64_t needle_len, bool is_delete) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Appends needle bytes + an index record; on failure truncates both files back.
+  absl::Status Append(std::string_view needle, std::string_view data_piece, std::string_view tail,
+                      const IndexRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<uint32_t> CookieAt(const File& file, uint64_t offset) const;
+  absl::Status WaitDurable(uint64_t seq);
+  absl::Status ChecksumFailure(const absl::Status& s, uint64_t key) const;
+  void RecoverCompactionFiles();
+
+  const Options opts_;
+  const std::string base_;
+  int copies_ = 1;
+  std::string replication_;  // from the superblock; fixed once opened
+  Env* env_;
+
+  std::mutex compact_mu_;  // one vacuum at a time
+
+  mutable std::mutex write_mu_ ABSL_ACQUIRED_BEFORE(map_mu_);
+  uint64_t end_ ABSL_GUARDED_BY(write_mu_) = 0;      // .dat length
+  uint64_t idx_end_ ABSL_GUARDED_BY(write_mu_) = 0;  // .idx length
+  Superblock superblock_ ABSL_GUARDED_BY(write_mu_);
+  uint64_t live_bytes_ ABSL_GUARDED_BY(write_mu_) = 0;  // needle bytes of live needles
+  bool destroyed_ ABSL_GUARDED_BY(write_mu_) = false;
+
+  mutable std::shared_mutex map_mu_;
+  CompactMap map_ ABSL_GUARDED_BY(map_mu_);
+  std::shared_ptr<File> dat_ ABSL_GUARDED_BY(map_mu_);
+  std::shared_ptr<File> idx_ ABSL_GUARDED_BY(map_mu_);
+
+  // Read without locks by GetStats; written under write_mu_.
+  std::atomic<uint64_t> size_{0}, file_count_{0}, delete_count_{0}, garbage_{0}, max_key_{0},
+      map_bytes_{0};
+  std::atomic<uint64_t> size_limit_;
+  std::atomic<bool> ordered_read_only_{false};
+  std::atomic<bool> broken_{false};  // a failed fdatasync: nothing more is accepted
+  mutable std::atomic<uint64_t> checksum_failures_{0};
+
+  // Group commit. appended_seq_ counts appends (never reset, even by vacuum); a leader
+  // fdatasyncs for every append with a sequence at or below the one it saw before syncing.
+  std::atomic<uint64_t> appended_seq_{0};
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  uint64_t durable_seq_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
+};
+
+}  // namespace kelp::volume

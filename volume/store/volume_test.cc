@@ -1,0 +1,276 @@
+#include "volume/store/volume.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "shared/hash.h"
+#include "shared/status.h"
+#include "volume/store/test_util.h"
+
+using namespace kelp::volume;
+using kelp::volume::testing::RandomBlob;
+using kelp::volume::testing::TempDir;
+
+namespace {
+
+Volume::Options Opts(const TempDir& dir, uint32_t id = 1, std::string collection = "") {
+  Volume::Options o;
+  o.dir = dir.path();
+  o.id = id;
+  o.collection = std::move(collection);
+  return o;
+}
+
+std::string ReadBack(const Volume& v, uint64_t key, uint32_t cookie) {
+  std::string buf;
+  auto n = v.Read(key, cookie, &buf);
+  REQUIRE(n.ok());
+  return std::string(n->data);
+}
+
+void Append(const std::string& path, std::string_view bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::app);
+  f.write(bytes.data(), bytes.size());
+}
+
+void Truncate(const std::string& path, uint64_t size) { std::filesystem::resize_file(path, size); }
+
+void Poke(const std::string& path, uint64_t offset, char xor_mask) {
+  int fd = open(path.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  char c;
+  REQUIRE(pread(fd, &c, 1, offset) == 1);
+  c ^= xor_mask;
+  REQUIRE(pwrite(fd, &c, 1, offset) == 1);
+  close(fd);
+}
+
+// Writes keys 1..n with blobs RandomBlob(key, 100 + key).
+void Fill(Volume& v, uint64_t n) {
+  for (uint64_t k = 1; k <= n; ++k) REQUIRE(v.Write(k, 0xc0 + k, RandomBlob(k, 100 + k)).ok());
+}
+void CheckFilled(const Volume& v, uint64_t n) {
+  for (uint64_t k = 1; k <= n; ++k) REQUIRE(ReadBack(v, k, 0xc0 + k) == RandomBlob(k, 100 + k));
+}
+
+}  // namespace
+
+TEST_CASE("write, read, overwrite, delete") {
+  TempDir dir;
+  auto v = Volume::Create(Opts(dir));
+  REQUIRE(v.ok());
+  auto w = (*v)->Write(1, 0xabc, "first");
+  REQUIRE(w.ok());
+  CHECK(w->size == 5);
+  CHECK(w->checksum == kelp::Hash64("first"));
+  CHECK(ReadBack(**v, 1, 0xabc) == "first");
+
+  REQUIRE((*v)->Write(1, 0xabc, "second, longer").ok());
+  CHECK(ReadBack(**v, 1, 0xabc) == "second, longer");
+
+  std::string buf;
+  CHECK(kelp::ErrnoOf((*v)->Read(1, 0xabd, &buf).status()) == ENOENT);  // wrong cookie
+  CHECK(kelp::ErrnoOf((*v)->Read(2, 0xabc, &buf).status()) == ENOENT);  // absent
+  CHECK(kelp::ErrnoOf((*v)->Write(1, 0x999, "hijack").status()) == EEXIST);
+
+  CHECK(kelp::ErrnoOf((*v)->Delete(1, 0x999).status()) == ENOENT);  // wrong cookie keeps it
+  auto d = (*v)->Delete(1, 0xabc);
+  REQUIRE(d.ok());
+  CHECK(*d == 14);
+  CHECK(kelp::ErrnoOf((*v)->Read(1, 0xabc, &buf).status()) == ENOENT);
+  CHECK(kelp::ErrnoOf((*v)->Delete(1, 0xabc).status()) == ENOENT);
+
+  auto st = (*v)->GetStats();
+  CHECK(st.file_count == 0);
+  CHECK(st.delete_count == 1);
+  CHECK(st.size ==
+        format::kSuperblockSize + format::NeedleLength(5) + format::NeedleLength(14) + 32);
+  CHECK(st.deleted_bytes == st.size - format::kSuperblockSize);
+}
+
+TEST_CASE("file names carry the collection; create refuses an existing volume") {
+  TempDir dir;
+  REQUIRE(Volume::Create(Opts(dir, 7, "pics")).ok());
+  CHECK(std::filesystem::exists(dir.file("pics_7.dat")));
+  CHECK(std::filesystem::exists(dir.file("pics_7.idx")));
+  REQUIRE(Volume::Create(Opts(dir, 8)).ok());
+  CHECK(std::filesystem::exists(dir.file("8.dat")));
+  CHECK(kelp::ErrnoOf(Volume::Create(Opts(dir, 8)).status()) == EEXIST);
+  auto bad = Opts(dir, 9, "../evil");
+  CHECK_FALSE(Volume::Create(bad).ok());
+  auto badrep = Opts(dir, 10);
+  badrep.replication = "0x1";
+  CHECK_FALSE(Volume::Create(badrep).ok());
+}
+
+TEST_CASE("reopen restores needles, deletes and the replication") {
+  TempDir dir;
+  {
+    auto o = Opts(dir);
+    o.replication = "010";
+    auto v = Volume::Create(o);
+    REQUIRE(v.ok());
+    Fill(**v, 50);
+    REQUIRE((*v)->Delete(10, 0xc0 + 10).ok());
+    REQUIRE((*v)->Write(20, 0xc0 + 20, "replaced").ok());
+  }
+  auto v = Volume::Open(Opts(dir));
+  REQUIRE(v.ok());
+  CHECK((*v)->replication() == "010");
+  CHECK((*v)->copies() == 2);
+  std::string buf;
+  CHECK(kelp::ErrnoOf((*v)->Read(10, 0xc0 + 10, &buf).status()) == ENOENT);
+  CHECK(ReadBack(**v, 20, 0xc0 + 20) == "replaced");
+  CHECK(ReadBack(**v, 49, 0xc0 + 49) == RandomBlob(49, 149));
+  CHECK((*v)->GetStats().file_count == 49);
+  CHECK((*v)->GetStats().max_key == 50);
+}
+
+TEST_CASE("recovery: a torn tail is cut, acknowledged needles survive") {
+  TempDir dir;
+  uint64_t good_size;
+  {
+    auto v = Volume::Create(Opts(dir));
+    REQUIRE(v.ok());
+    Fill(**v, 20);
+    good_size = (*v)->GetStats().size;
+  }
+  const std::string dat = dir.file("1.dat");
+
+  SECTION("half a needle") {
+    std::string partial;
+    EncodeNeedle(21, 1, std::string(500, 'z'), kelp::Hash64(std::string(500, 'z')), 1, &partial);
+    Append(dat, partial.substr(0, 300));
+  }
+  SECTION("a whole needle with a bad checksum at the end") {
+    std::string n;
+    EncodeNeedle(21, 1, "abc", 12345, 1, &n);
+    Append(dat, n);
+  }
+  SECTION("zeros, as a crash can leave behind") { Append(dat, std::string(4096, '\0')); }
+  SECTION("a few bytes of header") { Append(dat, "\x01\x02\x03"); }
+
+  auto v = Volume::Open(Opts(dir));
+  REQUIRE(v.ok());
+  CHECK((*v)->GetStats().size == good_size);
+  CHECK(testing::FileSize(dat) == good_size);
+  CheckFilled(**v, 20);
+  CHECK_FALSE((*v)->SizeOf(21).has_value());
+  // Appends continue cleanly after the cut.
+  REQUIRE((*v)->Write(21, 5, "after").ok());
+  v = Volume::Open(Opts(dir));
+  REQUIRE(v.ok());
+  CHECK(ReadBack(**v, 21, 5) == "after");
+}
+
+TEST_CASE("recovery: the index is rebuilt when missing, behind, torn or wrong") {
+  TempDir dir;
+  {
+    auto v = Volume::Create(Opts(dir));
+    REQUIRE(v.ok());
+    Fill(**v, 30);
+    REQUIRE((*v)->Delete(5, 0xc0 + 5).ok());
+  }
+  const std::string idx = dir.file("1.idx");
+  const uint64_t full_idx = testing::FileSize(idx);
+  REQUIRE(full_idx == 31 * format::kIndexRecordSize);
+
+  SECTION("missing") { std::filesystem::remove(idx); }
+  SECTION("behind") { Truncate(idx, 10 * format::kIndexRecordSize); }
+  SECTION("torn record") { Truncate(idx, full_idx - 5); }
+  SECTION("empty") { Truncate(idx, 0); }
+  SECTION("last record points at the wrong needle") { Poke(idx, full_idx - 16, 0x01); }
+  SECTION("a record beyond the .dat") {
+    char rec[16];
+    EncodeIndexRecord(IndexRecord{99, 1u << 30, 10}, rec);
+    Append(idx, std::string_view(rec, 16));
+  }
+
+  auto v = Volume::Open(Opts(dir));
+  REQUIRE(v.ok());
+  CHECK(testing::FileSize(idx) == full_idx);
+  std::string buf;
+  CHECK(kelp::ErrnoOf((*v)->Read(5, 0xc0 + 5, &buf).status()) == ENOENT);
+  for (uint64_t k = 1; k <= 30; ++k) {
+    if (k != 5) REQUIRE(ReadBack(**v, k, 0xc0 + k) == RandomBlob(k, 100 + k));
+  }
+  CHECK((*v)->GetStats().file_count == 29);
+}
+
+TEST_CASE("a corrupt needle is an error on read, never data") {
+  TempDir dir;
+  auto v = Volume::Create(Opts(dir));
+  REQUIRE(v.ok());
+  Fill(**v, 3);
+  auto h = (*v)->Find(2);
+  REQUIRE(h.has_value());
+  Poke(dir.file("1.dat"), h->data_offset() + 7, 0x40);
+  std::string buf;
+  uint64_t before = (*v)->checksum_failures();
+  auto r = (*v)->Read(2, 0xc0 + 2, &buf);
+  CHECK(r.status().code() == absl::StatusCode::kDataLoss);
+  CHECK((*v)->checksum_failures() == before + 1);
+  CHECK((*v)->Verify(*h, 0xc0 + 2).status().code() == absl::StatusCode::kDataLoss);
+  CHECK(ReadBack(**v, 1, 0xc0 + 1) == RandomBlob(1, 101));
+  CHECK(ReadBack(**v, 3, 0xc0 + 3) == RandomBlob(3, 103));
+
+  SECTION("a rebuild skips it and keeps the needles after it") {
+    v->reset();
+    std::filesystem::remove(dir.file("1.idx"));
+    auto reopened = Volume::Open(Opts(dir));
+    REQUIRE(reopened.ok());
+    CHECK_FALSE((*reopened)->SizeOf(2).has_value());
+    CHECK(ReadBack(**reopened, 3, 0xc0 + 3) == RandomBlob(3, 103));
+    CHECK((*reopened)->checksum_failures() == 1);
+  }
+}
+
+TEST_CASE("Verify streams large needles and checks the cookie") {
+  TempDir dir;
+  auto v = Volume::Create(Opts(dir));
+  REQUIRE(v.ok());
+  std::string big = RandomBlob(9, (3 << 20) + 17);
+  REQUIRE((*v)->Write(9, 99, big).ok());
+  auto h = (*v)->Find(9);
+  REQUIRE(h.has_value());
+  CHECK(h->size == big.size());
+  auto n = (*v)->Verify(*h, 99);
+  REQUIRE(n.ok());
+  CHECK(n->checksum == kelp::Hash64(big));
+  CHECK(kelp::ErrnoOf((*v)->Verify(*h, 98).status()) == ENOENT);
+  std::string buf;
+  CHECK(ReadBack(**v, 9, 99) == big);
+}
+
+TEST_CASE("a full volume turns read-only; deletes still work") {
+  TempDir dir;
+  auto o = Opts(dir);
+  o.size_limit = 4096;
+  auto v = Volume::Create(o);
+  REQUIRE(v.ok());
+  uint64_t k = 1;
+  while (!(*v)->read_only()) REQUIRE((*v)->Write(k++, 1, std::string(1000, 'a')).ok());
+  CHECK((*v)->GetStats().size >= 4096);
+  CHECK((*v)->GetStats().read_only);
+  CHECK(kelp::ErrnoOf((*v)->Write(k, 1, "more").status()) == EROFS);
+  CHECK((*v)->Delete(1, 1).ok());
+  (*v)->SetSizeLimit(1 << 20);
+  CHECK_FALSE((*v)->read_only());
+  CHECK((*v)->Write(k, 1, "more").ok());
+  (*v)->SetReadOnly(true);
+  CHECK(kelp::ErrnoOf((*v)->Write(k + 1, 1, "x").status()) == EROFS);
+  CHECK(kelp::ErrnoOf((*v)->Delete(k, 1).status()) == EROFS);
+}
+
+TEST_CASE("a .dat that is not a volume is refused, not overwritten") {
+  TempDir dir;
+  Append(dir.file("3.dat"), std::string(100, 'q'));
+  auto v = Volume::Open(Opts(dir, 3));
+  CHECK_FALSE(v.ok());
+  CHECK(testing::FileSize(dir.file("3.dat")) == 100);
+}
