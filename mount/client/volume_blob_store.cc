@@ -30,6 +30,7 @@ VolumeBlobStore::VolumeBlobStore(MetaClient* meta, http::HttpClient* http, Optio
   get_bytes_ = reg.GetCounter("kelp_mount_blob_get_bytes_total", "bytes read from volume servers");
   put_errors_ = reg.GetCounter("kelp_mount_blob_put_errors_total", "failed blob uploads (attempts)");
   get_errors_ = reg.GetCounter("kelp_mount_blob_get_errors_total", "failed blob reads (per replica)");
+  syncs_ = reg.GetCounter("kelp_mount_volume_syncs_total", "volume sync requests (fsync of files written lazily)");
 }
 
 absl::StatusOr<VolumeBlobStore::Assigned> VolumeBlobStore::NextFid() {
@@ -89,6 +90,50 @@ absl::StatusOr<std::string> VolumeBlobStore::Put(std::string_view data, bool fsy
     DropPool();
   }
   return last;
+}
+
+absl::Status VolumeBlobStore::SyncOn(const std::string& url, const std::vector<uint32_t>& volume_ids) {
+  std::string target = "/sync?volumes=";
+  for (size_t i = 0; i < volume_ids.size(); ++i) kelp::StrAppend(&target, i ? "," : "", volume_ids[i]);
+  syncs_->Inc();
+  auto r = http_->Do("POST", url, target, {}, {});
+  if (!r.ok()) return PosixError(EIO, kelp::StrCat("POST ", url, target, ": ", r.status().message()));
+  if (r->status != 200) return StatusOfHttp(r->status, kelp::StrCat("POST ", url, target), r->body);
+  return absl::OkStatus();
+}
+
+absl::Status VolumeBlobStore::SyncVolumes(const std::vector<uint32_t>& volume_ids) {
+  // One request per server: the volumes grouped by their first known holder.
+  std::map<std::string, std::vector<uint32_t>> by_url;
+  for (uint32_t vid : volume_ids) {
+    ASSIGN_OR_RETURN(std::vector<std::string> urls, LocationsOf(vid, false));
+    by_url[urls.front()].push_back(vid);
+  }
+  for (const auto& [url, vids] : by_url) {
+    absl::Status s = SyncOn(url, vids);
+    if (s.ok()) continue;
+    spdlog::warn("sync of volumes on {} failed: {}; trying every holder", url, s);
+    for (uint32_t vid : vids) {
+      absl::Status last = s;
+      bool done = false;
+      for (int round = 0; round < 2 && !done; ++round) {
+        auto urls = LocationsOf(vid, true);
+        if (!urls.ok()) {
+          last = urls.status();
+          continue;
+        }
+        for (const std::string& u : *urls) {
+          last = SyncOn(u, {vid});
+          if (last.ok()) {
+            done = true;
+            break;
+          }
+        }
+      }
+      if (!done) return PosixError(EIO, kelp::StrCat("sync of volume ", vid, ": ", last.message()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> VolumeBlobStore::LocationsOf(uint32_t volume_id, bool refresh) {

@@ -41,6 +41,9 @@ class VolumeBlobStore : public BlobStore {
 
   absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override;
   absl::Status Get(std::string_view fid, uint64_t offset, size_t len, char* dst) override;
+  // POST /sync?volumes=... to one holder of each volume (it syncs the other replicas); a
+  // volume whose request failed is retried on its other holders, with fresh locations.
+  absl::Status SyncVolumes(const std::vector<uint32_t>& volume_ids) override;
 
  private:
   struct Assigned {
@@ -54,6 +57,7 @@ class VolumeBlobStore : public BlobStore {
   absl::StatusOr<Assigned> NextFid();
   void DropPool();
   absl::StatusOr<std::vector<std::string>> LocationsOf(uint32_t volume_id, bool refresh);
+  absl::Status SyncOn(const std::string& url, const std::vector<uint32_t>& volume_ids);
   absl::Status GetFrom(const std::string& url, std::string_view fid, uint64_t offset, size_t len, char* dst);
 
   MetaClient* const meta_;
@@ -63,6 +67,7 @@ class VolumeBlobStore : public BlobStore {
   Counter* get_bytes_;
   Counter* put_errors_;
   Counter* get_errors_;
+  Counter* syncs_;
 
   std::mutex mu_;
   // The current assignment: fids base.key + next .. base.key + count - 1 are unused.

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "mount/core/blob_packer.h"
+#include "shared/file_id.h"
 #include "shared/log.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -37,6 +39,22 @@ std::vector<std::pair<uint64_t, uint64_t>> Merge(std::vector<std::pair<uint64_t,
 }
 
 }  // namespace
+
+void VolumeSet::Add(const std::set<uint32_t>& vids) {
+  if (vids.empty()) return;
+  std::lock_guard lock(mu_);
+  vids_.insert(vids.begin(), vids.end());
+}
+
+std::set<uint32_t> VolumeSet::Take() {
+  std::lock_guard lock(mu_);
+  return std::exchange(vids_, {});
+}
+
+FileData::~FileData() {
+  std::lock_guard lock(mu_);
+  ctx_->closed_unsynced.Add(unsynced_);
+}
 
 FileData::FileData(FileContext* ctx, const Attr& attr)
     : ctx_(ctx), ino_(attr.ino()), size_(attr.size()), known_version_(attr.version()), dirty_(ctx->chunk_size) {
@@ -110,19 +128,26 @@ std::shared_ptr<FileData::Upload> FileData::NewUploadLocked(std::vector<Extent> 
 
 void FileData::SubmitUpload(const std::shared_ptr<Upload>& up) {
   auto self = shared_from_this();
-  if (!ctx_->uploads->Submit([self, up] { self->RunUpload(up); })) RunUpload(up);
+  if (!ctx_->uploads->Submit([self, up] { self->RunUpload(up, false); })) RunUpload(up, false);
 }
 
-void FileData::RunUpload(const std::shared_ptr<Upload>& up) {
+void FileData::RunUpload(const std::shared_ptr<Upload>& up, bool durable) {
   std::vector<filer::Chunk> chunks;
+  std::set<uint32_t> lazy_volumes;
+  auto note = [&](const std::string& fid) {
+    if (durable) return;
+    auto id = FileId::Parse(fid);
+    if (id.ok()) lazy_volumes.insert(id->volume_id);
+  };
   absl::Status s;
   try {
     std::vector<PackedBlob> blobs;
     if (up->extents.size() == 1 && up->extents[0].data.size() <= ctx_->chunk_size) {
       // One extent: upload its bytes as they are, no copy.
       const Extent& e = up->extents[0];
-      auto fid = ctx_->blobs->Put(e.data, ctx_->sync_uploads);
+      auto fid = ctx_->blobs->Put(e.data, durable);
       if (fid.ok()) {
+        note(*fid);
         filer::Chunk c;
         c.set_fid(*fid);
         c.set_offset(e.offset);
@@ -137,11 +162,12 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up) {
     } else {
       blobs = PackExtents(up->extents, ctx_->chunk_size);
       for (auto& b : blobs) {
-        auto fid = ctx_->blobs->Put(b.data, ctx_->sync_uploads);
+        auto fid = ctx_->blobs->Put(b.data, durable);
         if (!fid.ok()) {
           s = fid.status();
           break;
         }
+        note(*fid);
         ctx_->fetcher->OnUploaded(*fid, b.data);
         for (auto& c : b.chunks) {
           c.set_fid(*fid);
@@ -155,6 +181,8 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up) {
   {
     std::lock_guard lock(mu_);
     inflight_.erase(up->seq);
+    // Even after a failure: blobs stored before it may end up committed by a retry.
+    unsynced_.insert(lazy_volumes.begin(), lazy_volumes.end());
     if (s.ok()) {
       auto pos = std::upper_bound(pending_.begin(), pending_.end(), kPendingSeqBase + up->seq,
                                   [](uint64_t seq, const filer::Chunk& c) { return seq < c.seq(); });
@@ -427,10 +455,14 @@ absl::Status FileData::Flush(bool sync) {
     small = ctx_->max_inline > 0 && ctx_->inline_supported.load() && size_ <= ctx_->max_inline && !dirty_.empty();
   }
   if (small) EnsureLoaded().IgnoreError();  // on failure: not inline
+  // An fsync's last upload is durable by itself (?fsync=true) when no other upload of this file
+  // awaits a sync: one round trip instead of two for the common write-then-fsync.
+  bool durable_upload = false;
   {
     std::lock_guard lock(mu_);
     if (!dirty_.empty()) {
       try_inline = InlineEligibleLocked();
+      durable_upload = sync && unsynced_.empty() && inflight_.empty();
       up = NewUploadLocked(dirty_.TakeAll());
     }
     barrier = next_seq_ - 1;
@@ -446,12 +478,17 @@ absl::Status FileData::Flush(bool sync) {
       done_inline = *r;
     }
   }
-  if (up && !done_inline) RunUpload(up);
+  if (up && !done_inline) RunUpload(up, durable_upload);
   {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return inflight_.empty() || inflight_.begin()->first > barrier; });
     result = error_;
     error_ = absl::OkStatus();
+  }
+  // Data before the metadata that points at it: a synced WAL never names a volatile blob.
+  if (sync) {
+    absl::Status d = SyncUploads();
+    if (result.ok()) result = d;
   }
   absl::Status c = Commit(barrier, sync);
   if (result.ok()) result = c;
@@ -461,6 +498,25 @@ absl::Status FileData::Flush(bool sync) {
   }
   cv_.notify_all();
   return result;
+}
+
+absl::Status FileData::SyncUploads() {
+  std::set<uint32_t> vids;
+  {
+    std::lock_guard lock(mu_);
+    vids.swap(unsynced_);
+  }
+  std::set<uint32_t> closed = ctx_->closed_unsynced.Take();
+  vids.insert(closed.begin(), closed.end());
+  if (vids.empty()) return absl::OkStatus();
+  absl::Status s = ctx_->blobs->SyncVolumes(std::vector<uint32_t>(vids.begin(), vids.end()));
+  if (s.ok()) return s;
+  spdlog::error("inode {}: fsync of volumes failed: {}", ino_, s);
+  {
+    std::lock_guard lock(mu_);
+    unsynced_.insert(vids.begin(), vids.end());  // the next fsync tries again
+  }
+  return PosixError(EIO, kelp::StrCat("fsync: ", s.message()));
 }
 
 absl::Status FileData::Commit(uint64_t barrier, bool sync) {

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,18 @@
 
 namespace kelp::mount {
 
+// Volumes holding blobs that are not durable yet (uploaded without fsync).
+// Thread-safety: every method may be called from any thread.
+class VolumeSet {
+ public:
+  void Add(const std::set<uint32_t>& vids);
+  std::set<uint32_t> Take();
+
+ private:
+  std::mutex mu_;
+  std::set<uint32_t> vids_ ABSL_GUARDED_BY(mu_);
+};
+
 // Services every FileData of a mount shares. Owned by the Filesystem; outlives every FileData.
 struct FileContext {
   MetaClient* meta = nullptr;
@@ -45,7 +58,10 @@ struct FileContext {
   WriteBudget* budget = nullptr;
   ThreadPool* uploads = nullptr;  // background uploads; -concurrentWriters threads
   uint64_t chunk_size = 4 << 20;  // slot and largest blob, in bytes
-  bool sync_uploads = true;       // every upload durable on every replica (?fsync=true)
+  // Not-yet-durable volumes of files no longer open here (a FileData hands its own over when
+  // it goes): the next fsync of any file syncs them too, so an fsync through a new descriptor
+  // covers what an earlier, closed one wrote.
+  VolumeSet closed_unsynced;
   uint32_t max_inline = 4096;     // files up to this size are written inline; 0 = never
   std::atomic<bool> inline_supported{true};  // cleared when the filer answers UNIMPLEMENTED
   // Called (without locks) with the attributes a commit returned.
@@ -59,6 +75,7 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // background.
   static constexpr size_t kBackgroundCommitChunks = 64;
   FileData(FileContext* ctx, const Attr& attr);
+  ~FileData();
   FileData(const FileData&) = delete;
   FileData& operator=(const FileData&) = delete;
 
@@ -76,7 +93,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
   absl::Status Write(uint64_t offset, std::string_view data);
   // Reads up to len bytes at offset (fewer at end of file). sequential: the reader streams.
   absl::StatusOr<size_t> Read(uint64_t offset, size_t len, char* dst, bool sequential);
-  // Uploads and commits everything written before the call. sync: durable (WAL synced too).
+  // Uploads and commits everything written before the call. Without sync (close) the data is
+  // committed, visible to every client, but uploaded without fdatasync. sync (fsync): also
+  // durable on every replica: the volumes that received this file's lazy uploads are synced
+  // (BlobStore::SyncVolumes) before the commit, which syncs the filer's WAL.
   absl::Status Flush(bool sync);
   // Hands all dirty bytes to background uploads (memory pressure). No commit.
   void UploadDirty();
@@ -112,7 +132,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
 
   // Starts an upload of extents (taken from dirty_) in the background, or runs it here.
   std::shared_ptr<Upload> NewUploadLocked(std::vector<Extent> extents) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RunUpload(const std::shared_ptr<Upload>& up);
+  // durable: with fsync (the last upload of an fsync when nothing else awaits a sync).
+  void RunUpload(const std::shared_ptr<Upload>& up, bool durable);
+  // Syncs the volumes of this file's lazy uploads (and of closed files'); EIO on failure.
+  absl::Status SyncUploads();
   void SubmitUpload(const std::shared_ptr<Upload>& up);
   absl::Status EnsureLoaded();
   std::shared_ptr<const Resolved> ResolvedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -145,6 +168,7 @@ class FileData : public std::enable_shared_from_this<FileData> {
   std::map<uint64_t, std::shared_ptr<Upload>> inflight_ ABSL_GUARDED_BY(mu_);
   std::vector<filer::Chunk> pending_ ABSL_GUARDED_BY(mu_);  // seq = kPendingSeqBase + local seq
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // first failed background upload, until reported
+  std::set<uint32_t> unsynced_ ABSL_GUARDED_BY(mu_);  // volumes of lazy uploads since the last sync
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
   int commits_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };

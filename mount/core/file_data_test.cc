@@ -213,3 +213,71 @@ TEST_CASE("a writer that never closes still gets its uploaded chunks committed")
 
 }  // namespace
 }  // namespace kelp::mount
+
+namespace kelp::mount {
+namespace {
+
+// Durability: close commits lazily uploaded blobs; fsync makes every one of them durable
+// (FakeBlobStore::volatile_blobs counts what a power cut would lose).
+TEST_CASE("close uploads lazily; fsync syncs each volume of the file's blobs once") {
+  Env env(64 << 10, 16 << 20, 0);
+  env.blobs.volumes = 3;
+  auto f = env.Open();
+  for (int i = 0; i < 10; ++i) REQUIRE(f->Write(i * (64 << 10), std::string(64 << 10, 'a' + i)).ok());
+  REQUIRE(f->Write(10 * (64 << 10), "tail").ok());
+  REQUIRE(f->Flush(false).ok());
+  CHECK(env.blobs.puts() == 11);
+  CHECK(env.blobs.synced_puts() == 0);
+  CHECK(env.blobs.volatile_blobs() == 11);
+  CHECK(env.blobs.sync_calls() == 0);
+  CHECK(env.filer.synced_commits == 0);
+
+  REQUIRE(f->Flush(true).ok());
+  CHECK(env.blobs.volatile_blobs() == 0);
+  CHECK(env.blobs.sync_calls() == 1);
+  CHECK(env.blobs.synced_volumes() == 3);
+
+  // Nothing new: no volume sync (the filer's WAL is still synced).
+  REQUIRE(f->Flush(true).ok());
+  CHECK(env.blobs.sync_calls() == 1);
+
+  // write + fsync with nothing else pending: the one upload is durable by itself.
+  REQUIRE(f->Write(5, "x").ok());
+  REQUIRE(f->Flush(true).ok());
+  CHECK(env.blobs.synced_puts() == 1);
+  CHECK(env.blobs.sync_calls() == 1);
+  CHECK(env.blobs.volatile_blobs() == 0);
+  CHECK(env.filer.synced_commits >= 2);
+}
+
+TEST_CASE("a failed volume sync fails fsync with EIO; the next fsync syncs again") {
+  Env env(64 << 10, 16 << 20, 0);
+  env.blobs.volumes = 2;
+  auto f = env.Open();
+  for (int i = 0; i < 4; ++i) REQUIRE(f->Write(i * (64 << 10), std::string(64 << 10, 'b')).ok());
+  env.blobs.fail_syncs = EIO;
+  CHECK(ErrnoOf(f->Flush(true)) == EIO);
+  CHECK(env.blobs.volatile_blobs() == 4);
+  env.blobs.fail_syncs = 0;
+  REQUIRE(f->Flush(true).ok());
+  CHECK(env.blobs.volatile_blobs() == 0);
+  REQUIRE(ReadAll(*env.Open(), 4 << 16) == std::string(4 << 16, 'b'));
+}
+
+TEST_CASE("fsync through a new descriptor covers what a closed one wrote") {
+  Env env(64 << 10, 16 << 20, 0);
+  env.blobs.volumes = 4;
+  {
+    auto f = env.Open();
+    for (int i = 0; i < 8; ++i) REQUIRE(f->Write(i * (64 << 10), std::string(64 << 10, 'c')).ok());
+    REQUIRE(f->Flush(false).ok());
+  }  // the last handle is gone: its FileData hands its unsynced volumes to the mount
+  CHECK(env.blobs.volatile_blobs() == 8);
+  auto g = env.Open();
+  REQUIRE(g->Flush(true).ok());
+  CHECK(env.blobs.volatile_blobs() == 0);
+  CHECK(env.blobs.synced_volumes() == 4);
+}
+
+}  // namespace
+}  // namespace kelp::mount

@@ -30,7 +30,6 @@ Filesystem::Filesystem(MetaClient* meta, BlobStore* blobs, ChunkCache* cache, Fs
   file_ctx_.budget = &budget_;
   file_ctx_.uploads = upload_pool_.get();
   file_ctx_.chunk_size = opts_.chunk_size;
-  file_ctx_.sync_uploads = opts_.sync_uploads;
   file_ctx_.max_inline = opts_.max_inline;
   file_ctx_.on_attr = [this](const Attr& a) {
     cache_.PutAttr(a);

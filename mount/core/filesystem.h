@@ -59,7 +59,6 @@ struct FsOptions {
   int concurrent_writers = 8;
   uint64_t read_ahead = 4 << 20;
   uint32_t max_inline = 4096;
-  bool sync_uploads = true;
   bool subscribe = true;  // run the event subscriber
   std::string client_name = "kelp mount";
 };
@@ -148,6 +147,9 @@ class Filesystem {
   // calling fn until it returns false (buffer full) or the directory ends.
   absl::Status ReadDir(uint64_t dh, uint64_t offset, bool plus, const std::function<bool(const DirItem&)>& fn);
   void ReleaseDir(uint64_t dh);
+  // Namespace changes are committed when their RPC returns; this makes them durable (the
+  // filer syncs its WAL).
+  absl::Status FsyncDir(uint64_t ino);
 
   // ---- Events (event_subscriber.cc calls these) ----
   void OnEvent(const filer::Event& ev, KernelNotifier* notifier);

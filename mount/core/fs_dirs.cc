@@ -101,4 +101,6 @@ absl::Status Filesystem::ReadDir(uint64_t dh, uint64_t offset, bool plus,
   }
 }
 
+absl::Status Filesystem::FsyncDir(uint64_t ino) { return meta_->Fsync(ino); }
+
 }  // namespace kelp::mount

@@ -74,9 +74,8 @@ void ReleaseDir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   });
 }
 
-void FsyncDir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) {
-  // Every namespace change is already committed by the filer when its RPC returns.
-  Guarded(req, "fsyncdir", [&] { fuse_reply_err(req, 0); });
+void FsyncDir(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
+  Guarded(req, "fsyncdir", [&] { ReplyStatus(req, Ctx(req)->fs->FsyncDir(Ctx(req)->ToFiler(ino)), "fsyncdir"); });
 }
 
 }  // namespace

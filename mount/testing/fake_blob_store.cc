@@ -1,5 +1,6 @@
 #include "mount/testing/fake_blob_store.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "shared/status.h"
@@ -10,11 +11,33 @@ namespace kelp::mount {
 absl::StatusOr<std::string> FakeBlobStore::Put(std::string_view data, bool fsync) {
   if (int e = fail_puts.load()) return PosixError(e, "injected upload failure");
   std::lock_guard lock(mu_);
-  std::string fid = kelp::StrCat("1,", next_++, "00000000");
+  uint32_t vid = 1 + next_ % std::max<uint32_t>(1, volumes.load());
+  std::string fid = kelp::StrCat(vid, ",", next_++, "00000000");
   blobs_.emplace(fid, std::string(data));
   ++puts_;
-  if (fsync) ++synced_puts_;
+  if (fsync) {
+    ++synced_puts_;
+  } else {
+    volatile_[fid] = vid;
+  }
   return fid;
+}
+
+absl::Status FakeBlobStore::SyncVolumes(const std::vector<uint32_t>& volume_ids) {
+  ++sync_calls_;
+  if (int e = fail_syncs.load()) return PosixError(e, "injected sync failure");
+  std::lock_guard lock(mu_);
+  synced_volumes_ += volume_ids.size();
+  for (auto it = volatile_.begin(); it != volatile_.end();) {
+    bool hit = std::find(volume_ids.begin(), volume_ids.end(), it->second) != volume_ids.end();
+    it = hit ? volatile_.erase(it) : std::next(it);
+  }
+  return absl::OkStatus();
+}
+
+size_t FakeBlobStore::volatile_blobs() const {
+  std::lock_guard lock(mu_);
+  return volatile_.size();
 }
 
 absl::Status FakeBlobStore::Get(std::string_view fid, uint64_t offset, size_t len, char* dst) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "mount/client/blob_store.h"
@@ -17,6 +18,16 @@ class FakeBlobStore : public BlobStore {
  public:
   absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override;
   absl::Status Get(std::string_view fid, uint64_t offset, size_t len, char* dst) override;
+  absl::Status SyncVolumes(const std::vector<uint32_t>& volume_ids) override;
+
+  // Blobs go to volumes 1..volumes in turn (fid "<vid>,<n>00000000"). Default: 1.
+  std::atomic<uint32_t> volumes{1};
+  // Every SyncVolumes fails with this errno while set (0 = off).
+  std::atomic<int> fail_syncs{0};
+  // Blobs a power cut would lose: stored without fsync and not synced since.
+  size_t volatile_blobs() const;
+  size_t sync_calls() const { return sync_calls_.load(); }
+  size_t synced_volumes() const { return synced_volumes_.load(); }
 
   // Fault injection: every Put/Get fails with this errno while set (0 = off).
   std::atomic<int> fail_puts{0};
@@ -31,8 +42,9 @@ class FakeBlobStore : public BlobStore {
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::string, std::less<>> blobs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint32_t> volatile_ ABSL_GUARDED_BY(mu_);  // fid -> volume
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;
-  std::atomic<size_t> puts_{0}, gets_{0}, synced_puts_{0};
+  std::atomic<size_t> puts_{0}, gets_{0}, synced_puts_{0}, sync_calls_{0}, synced_volumes_{0};
 };
 
 }  // namespace kelp::mount

@@ -65,35 +65,41 @@ absl::StatusOr<uint32_t> BlobService::Delete(const FileId& fid, bool fsync, bool
   return local;
 }
 
-absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::string_view method,
-                                  std::string_view body, bool fsync) {
+absl::StatusOr<std::vector<std::string>> BlobService::ReplicaTargets(const Volume& v,
+                                                                     bool refresh) {
   if (locations_ == nullptr) {
     return absl::UnavailableError(
         kelp::StrCat("volume ", v.id(), " keeps ", v.copies(),
                      " copies but this server knows no filer to find them"));
   }
+  if (refresh) locations_->Invalidate(v.id());
+  ASSIGN_OR_RETURN(std::vector<std::string> urls, locations_->Lookup(v.id()));
+  std::vector<std::string> targets;
+  for (const std::string& u : urls) {
+    if (!IsSelf(u) && std::find(targets.begin(), targets.end(), u) == targets.end())
+      targets.push_back(u);
+  }
+  if (static_cast<int>(targets.size()) < v.copies() - 1) {
+    return absl::UnavailableError(kelp::StrCat("volume ", v.id(), " needs ", v.copies() - 1,
+                                               " replicas, ", targets.size(),
+                                               " are known alive"));
+  }
+  return targets;
+}
+
+absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::string_view method,
+                                  std::string_view body, bool fsync) {
   std::string path =
       kelp::StrCat("/", fid.ToString(), "?type=replicate", fsync ? "&fsync=true" : "");
   absl::Status last;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (attempt > 0) locations_->Invalidate(v.id());
-    auto urls = locations_->Lookup(v.id());
-    if (!urls.ok()) {
-      last = urls.status();
+    auto targets = ReplicaTargets(v, attempt > 0);
+    if (!targets.ok()) {
+      last = targets.status();
+      if (locations_ == nullptr) return last;
       continue;
     }
-    std::vector<std::string> targets;
-    for (const std::string& u : *urls) {
-      if (!IsSelf(u) && std::find(targets.begin(), targets.end(), u) == targets.end())
-        targets.push_back(u);
-    }
-    if (static_cast<int>(targets.size()) < v.copies() - 1) {
-      last =
-          absl::UnavailableError(kelp::StrCat("volume ", v.id(), " needs ", v.copies() - 1,
-                                              " replicas, ", targets.size(), " are known alive"));
-      continue;
-    }
-    last = ForwardOnce(v, targets, method, path, body);
+    last = ForwardOnce(v, *targets, method, path, body);
     if (last.ok()) return last;
   }
   spdlog::warn("volume {}: replicating {} {} failed: {}", v.id(), method, fid.ToString(), last);
@@ -103,27 +109,35 @@ absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::strin
 absl::Status BlobService::ForwardOnce(const Volume& v, const std::vector<std::string>& targets,
                                       std::string_view method, const std::string& target_path,
                                       std::string_view body) {
-  auto send = [&](const std::string& url) -> absl::Status {
-    auto resp = client_->Do(method, url, target_path, {}, body);
-    if (!resp.ok()) return resp.status();
-    int st = resp->status;
-    bool ok = method == "DELETE" ? (st == 202 || st == 200 || st == 404) : (st == 201 || st == 200);
-    if (ok) return absl::OkStatus();
-    return absl::UnavailableError(
-        kelp::StrCat("replica ", url, " answered ", st, ": ", resp->body));
-  };
-  // All but the last target on the fan-out pool, the last one on this thread.
+  std::vector<std::function<absl::Status()>> sends;
+  for (const std::string& url : targets) {
+    sends.push_back([&, url]() -> absl::Status {
+      auto resp = client_->Do(method, url, target_path, {}, body);
+      if (!resp.ok()) return resp.status();
+      int st = resp->status;
+      bool ok =
+          method == "DELETE" ? (st == 202 || st == 200 || st == 404) : (st == 201 || st == 200);
+      if (ok) return absl::OkStatus();
+      return absl::UnavailableError(
+          kelp::StrCat("replica ", url, " answered ", st, ": ", resp->body));
+    });
+  }
+  return RunAll(sends);
+}
+
+absl::Status BlobService::RunAll(const std::vector<std::function<absl::Status()>>& tasks) {
+  if (tasks.empty()) return absl::OkStatus();
   std::mutex mu;
   std::condition_variable cv;
-  size_t pending = targets.size() - 1;
+  size_t pending = tasks.size() - 1;
   absl::Status first_error;
   auto record = [&](absl::Status s) {
     std::lock_guard l(mu);
     if (!s.ok() && first_error.ok()) first_error = std::move(s);
   };
-  for (size_t i = 0; i + 1 < targets.size(); ++i) {
+  for (size_t i = 0; i + 1 < tasks.size(); ++i) {
     bool queued = fanout_->Submit([&, i] {
-      absl::Status s = send(targets[i]);
+      absl::Status s = tasks[i]();
       std::lock_guard l(mu);
       if (!s.ok() && first_error.ok()) first_error = std::move(s);
       if (--pending == 0) cv.notify_all();
@@ -134,10 +148,43 @@ absl::Status BlobService::ForwardOnce(const Volume& v, const std::vector<std::st
       if (--pending == 0) cv.notify_all();
     }
   }
-  record(send(targets.back()));
+  record(tasks.back()());
   std::unique_lock l(mu);
   cv.wait(l, [&] { return pending == 0; });
   return first_error;
+}
+
+absl::Status BlobService::SyncVolumes(const std::vector<uint32_t>& vids, bool from_client) {
+  std::vector<std::shared_ptr<Volume>> volumes;
+  for (uint32_t vid : vids) {
+    ASSIGN_OR_RETURN(std::shared_ptr<Volume> v, GetVolume(vid));
+    if (std::find(volumes.begin(), volumes.end(), v) == volumes.end()) volumes.push_back(v);
+  }
+  std::vector<std::function<absl::Status()>> tasks;
+  for (const auto& v : volumes) tasks.push_back([v] { return v->Sync(); });
+  if (from_client) {
+    // Replicated volumes: every other holder syncs its copy too.
+    for (const auto& v : volumes) {
+      if (v->copies() <= 1) continue;
+      tasks.push_back([this, v]() -> absl::Status {
+        std::string path = kelp::StrCat("/sync?volumes=", v->id(), "&type=replicate");
+        absl::Status last;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+          auto targets = ReplicaTargets(*v, attempt > 0);
+          if (!targets.ok()) {
+            last = targets.status();
+            if (locations_ == nullptr) break;
+            continue;
+          }
+          last = ForwardOnce(*v, *targets, "POST", path, {});
+          if (last.ok()) return last;
+        }
+        spdlog::warn("volume {}: syncing the replicas failed: {}", v->id(), last);
+        return absl::UnavailableError(kelp::StrCat("replica sync failed: ", ToStd(last.message())));
+      });
+    }
+  }
+  return RunAll(tasks);
 }
 
 std::vector<BlobService::DeleteResult> BlobService::BatchDelete(

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -54,6 +55,13 @@ class BlobService {
   // Whether a client write to vid must be forwarded (its volume keeps more than one copy).
   bool Replicated(uint32_t vid) const;
 
+  // Makes everything written so far to the given volumes durable (fdatasync through each
+  // volume's group commit, volumes in parallel). From a client, the replicated ones are also
+  // synced on every other server holding them (POST /sync?type=replicate), so on success the
+  // data is durable on every copy. ENOENT if a volume is not here, EIO if an fdatasync
+  // failed, UNAVAILABLE if a replica could not be reached.
+  absl::Status SyncVolumes(const std::vector<uint32_t>& vids, bool from_client);
+
  private:
   absl::StatusOr<std::shared_ptr<Volume>> GetVolume(uint32_t vid) const;
   // Sends method /fid?type=replicate[&fsync=true] with body to every other copy.
@@ -62,6 +70,11 @@ class BlobService {
   absl::Status ForwardOnce(const Volume& v, const std::vector<std::string>& targets,
                            std::string_view method, const std::string& target_path,
                            std::string_view body);
+
+  // Runs every task (all but the last on the fan-out pool) and returns the first error.
+  absl::Status RunAll(const std::vector<std::function<absl::Status()>>& tasks);
+  // The other servers holding v (as many as its replication needs), after Invalidate on retry.
+  absl::StatusOr<std::vector<std::string>> ReplicaTargets(const Volume& v, bool refresh);
 
   bool IsSelf(const std::string& url) const;
 

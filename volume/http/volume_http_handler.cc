@@ -75,6 +75,7 @@ bool VolumeHttpHandler::RunInline(const http::Request& req) const {
     std::optional<uint32_t> size = v->SizeOf(fid->key);
     return !size || *size <= opts_.inline_read_max;
   }
+  if (m == "POST" && path == "/sync") return false;  // waits for fdatasync
   if (IsDataMethod(m)) {
     if (req.query("fsync") == "true") return false;
     auto fid = ParseFidPath(path);
@@ -101,6 +102,13 @@ void VolumeHttpHandler::Route(http::Request& req, http::ResponseWriter& w, Outco
   const std::string& path = req.path();
   if (path == "/status" && (m == "GET" || m == "HEAD")) return Status(w);
   if (http::ServeMetrics(req, w)) return;
+  if (path == "/sync") {
+    if (m == "POST") return Sync(req, w);
+    http::Headers h;
+    h.Set("Allow", "POST");
+    w.Send(405, "{\"error\":\"method not allowed\"}\n", "application/json", h);
+    return;
+  }
   if (m != "GET" && m != "HEAD" && !IsDataMethod(m)) {
     http::Headers h;
     h.Set("Allow", "GET, HEAD, PUT, POST, DELETE");
@@ -240,6 +248,29 @@ void VolumeHttpHandler::Delete(http::Request& req, http::ResponseWriter& w, cons
     return w.SendStatus(r.status());
   }
   w.SendJson(202, kelp::StrCat("{\"size\":", *r, "}\n"));
+}
+
+void VolumeHttpHandler::Sync(http::Request& req, http::ResponseWriter& w) {
+  std::vector<uint32_t> vids;
+  const std::string all = req.query("volumes").value_or("");
+  std::string_view list = all;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    uint32_t vid = 0;
+    if (!kelp::ParseInt(item, &vid) || vid == 0) {
+      return w.SendError(400, kelp::StrCat("bad volume id \"", item, "\" in volumes="));
+    }
+    vids.push_back(vid);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  if (vids.empty()) return w.SendError(400, "volumes= names no volume");
+  absl::Status s = blobs_->SyncVolumes(vids, req.query("type") != "replicate");
+  if (!s.ok()) {
+    if (ErrnoOf(s) == ENOENT) return w.SendError(404, std::string(s.message()));
+    return w.SendStatus(s);
+  }
+  w.SendJson(200, kelp::StrCat("{\"synced\":", vids.size(), "}\n"));
 }
 
 void VolumeHttpHandler::Status(http::ResponseWriter& w) {

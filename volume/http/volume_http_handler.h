@@ -3,6 +3,8 @@
 //                     ?fsync=true: durable before the reply; ?type=replicate: from a primary
 //   GET|HEAD /<fid>   ETag, If-None-Match -> 304, Range -> 206 / 416, Last-Modified
 //   DELETE /<fid>     -> 202 {"size"}, 404 if absent
+//   POST /sync?volumes=3,5  makes everything written to those volumes durable, on every
+//                     replica (-> 200 {"synced":N}); ?type=replicate: this copy only
 //   GET /status       JSON: volumes, sizes, counts, disk
 //   GET /metrics      Prometheus text
 // <fid> is "3,01637037d6", "3/01637037d6", either with an extension, or "3/01637037d6/name".
@@ -46,6 +48,7 @@ class VolumeHttpHandler : public http::Handler {
   void Get(http::Request& req, http::ResponseWriter& w, const FileId& fid, Outcome* out);
   void Put(http::Request& req, http::ResponseWriter& w, const FileId& fid, Outcome* out);
   void Delete(http::Request& req, http::ResponseWriter& w, const FileId& fid);
+  void Sync(http::Request& req, http::ResponseWriter& w);
   void Status(http::ResponseWriter& w);
 
   const Options opts_;

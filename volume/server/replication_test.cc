@@ -4,6 +4,7 @@
 
 #include "shared/file_id.h"
 #include "volume/server/test_server.h"
+#include "volume/store/fault_env.h"
 
 using namespace kelp::volume;
 using namespace kelp::volume::testing;
@@ -80,4 +81,28 @@ TEST_CASE("a replicated volume without a filer refuses client writes") {
   REQUIRE(t.server->store().Allocate(5, "", "001").ok());
   CHECK(t.Do("PUT", Path(1), "x").status == 503);
   CHECK(t.Do("PUT", Path(1) + "?type=replicate", "x").status == 201);
+}
+
+TEST_CASE("POST /sync syncs every copy of a replicated volume; a dead replica fails it") {
+  FakeCluster cluster;
+  REQUIRE(cluster.Start().ok());
+  FaultEnv env_a, env_b;
+  TestServer a(&cluster, [&](VolumeServer::Options& o) { o.env = &env_a; });
+  TestServer b(&cluster, [&](VolumeServer::Options& o) { o.env = &env_b; });
+  REQUIRE(a.server->store().Allocate(5, "", "001").ok());
+  REQUIRE(b.server->store().Allocate(5, "", "001").ok());
+  REQUIRE(WaitFor([&] { return cluster.Holders(5).size() == 2; }));
+  REQUIRE(a.Do("PUT", Path(1), RandomBlob(1, 3000)).status == 201);
+  const int sa = env_a.data_syncs(), sb = env_b.data_syncs();
+  REQUIRE(a.Do("POST", "/sync?volumes=5").status == 200);
+  CHECK(env_a.data_syncs() == sa + 1);
+  CHECK(env_b.data_syncs() == sb + 1);
+  // A replica's own sync is not forwarded.
+  REQUIRE(b.Do("PUT", Path(2) + "?type=replicate", "b only").status == 201);
+  REQUIRE(b.Do("POST", "/sync?volumes=5&type=replicate").status == 200);
+  CHECK(env_a.data_syncs() == sa + 1);
+  CHECK(env_b.data_syncs() == sb + 2);
+
+  b.server->Stop();
+  CHECK(a.Do("POST", "/sync?volumes=5").status == 503);
 }

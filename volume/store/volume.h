@@ -69,7 +69,9 @@ class Volume {
   // Appends a tombstone; returns the deleted data size. NotFound if absent or the cookie
   // does not match.
   absl::StatusOr<uint32_t> Delete(uint64_t key, uint32_t cookie, bool sync = false);
-  // Waits until everything appended so far is durable.
+  // Waits until everything appended so far is durable (by this process, or by an earlier
+  // one before this volume was opened): one fdatasync, shared with concurrent durable writes,
+  // or none when nothing was appended since the last.
   absl::Status Sync();
 
   // A live needle, found without reading it. Reading through it needs no lock and stays

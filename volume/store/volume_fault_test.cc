@@ -150,3 +150,33 @@ TEST_CASE("group commit: concurrent fsync writes share fdatasyncs") {
     CHECK(env.data_syncs() == s);
   }
 }
+
+TEST_CASE("Sync makes lazy writes durable with one fdatasync, and none when nothing is new") {
+  TempDir dir;
+  FaultEnv env;
+  {
+    auto v = Volume::Create(Opts(dir, &env));
+    REQUIRE(v.ok());
+    int s = env.data_syncs();
+    for (uint64_t k = 1; k <= 20; ++k) REQUIRE((*v)->Write(k, 7, RandomBlob(k, 1000)).ok());
+    CHECK(env.data_syncs() == s);
+    REQUIRE((*v)->Sync().ok());
+    CHECK(env.data_syncs() == s + 1);
+    REQUIRE((*v)->Sync().ok());  // nothing appended since
+    CHECK(env.data_syncs() == s + 1);
+    REQUIRE((*v)->Write(21, 7, RandomBlob(21, 1000)).ok());
+    REQUIRE((*v)->Sync().ok());
+    CHECK(env.data_syncs() == s + 2);
+    // Written, not synced, then the process "dies" (the volume is closed without a sync).
+    REQUIRE((*v)->Write(22, 7, RandomBlob(22, 1000)).ok());
+  }
+  // The reopened volume cannot know whether the last process synced: its first Sync does.
+  auto v = Volume::Open(Opts(dir, &env));
+  REQUIRE(v.ok());
+  int s = env.data_syncs();
+  REQUIRE((*v)->Sync().ok());
+  CHECK(env.data_syncs() == s + 1);
+  REQUIRE((*v)->Sync().ok());
+  CHECK(env.data_syncs() == s + 1);
+  CheckIntact(**v, 1, 22);
+}

@@ -61,6 +61,9 @@ absl::Status Volume::Load() {
   RETURN_IF_ERROR(LoadIndex(dat_size, &indexed_end));
   RETURN_IF_ERROR(ScanTail(indexed_end, dat_size));
   RecomputeStats();
+  // What an earlier process appended may still sit in the page cache (it was killed, it
+  // did not sync): count it as one append, so the first Sync() here fdatasyncs.
+  appended_seq_.fetch_add(1);
   spdlog::info("volume {}: loaded {} needles ({} bytes, {} garbage)", id(), file_count_.load(),
                end_, garbage_.load());
   return absl::OkStatus();
