@@ -28,25 +28,8 @@ cleanup() {
 trap cleanup EXIT
 track_pid() { echo "$1" >>"$S/pids"; }
 
-free_port() {  # a port p with p and p+10000 both free
-  python3 - <<'PY'
-import random, socket
-while True:
-    p = random.randint(20000, 50000)
-    ok = True
-    for q in (p, p + 10000):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", q))
-        except OSError:
-            ok = False
-        finally:
-            s.close()
-    if ok:
-        print(p)
-        break
-PY
-}
+LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+free_port() { python3 "$LIB_DIR/free_port.py"; }  # p with p and p+10000 free
 
 wait_http() { for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$1/status" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 wait_mount() { for _ in $(seq 100); do grep -q " $1 " /proc/self/mountinfo && return 0; sleep 0.1; done; return 1; }
@@ -106,7 +89,6 @@ check() {  # check NAME: runs test_NAME in a subshell with set -e
 metric() {
   curl -fsS "http://$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%d\n", s }'
 }
-# volume_gets URL: GET requests a volume server has answered (any status).
-volume_gets() {
-  curl -fsS "http://$1/metrics" | awk '/^kelp_volume_requests_total\{/ && /method="GET"/ { s += $NF } END { printf "%d\n", s }'
-}
+# volume_reads URL: blob bytes a volume server has sent (its own /metrics scrapes, which the
+# request counters count, are not in it).
+volume_reads() { metric "$1" 'kelp_volume_bytes_total{direction="out"}'; }
