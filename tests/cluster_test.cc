@@ -1,5 +1,9 @@
 // Issue 2 end to end: a filer and three volume servers as real processes on loopback.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -279,5 +283,26 @@ TEST_CASE("bad input gets 4xx and the volume server stays up") {
   CHECK(part->body == "kelp");
   auto big = h.Do("PUT", url, "/" + FileId{id.volume_id, id.key + 1, 7}.ToString(), {}, std::string(5 << 20, 'x'));
   CHECK((!big.ok() || big->status == 413));
+  // Garbage bytes on a raw socket: a 400, then the connection closes.
+  for (std::string garbage : {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 15),
+                              std::string("GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n"),
+                              std::string("PUT /" + *fid + " HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n")}) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(c.volume(0).port);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+    std::string reply;
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) reply.append(buf, n);
+    close(fd);
+    CHECK(reply.rfind("HTTP/1.1 400", 0) == 0);
+  }
+  // The server is still up, and the blob was not touched by any of it.
   CHECK(*c.Read(*fid) == data);
 }
