@@ -4,7 +4,8 @@
 //  - fsck -volumes reports a blob missing under a chunk and a leaked blob; -fix queues the
 //    leaked one for GC and the restarted filer deletes it;
 //  - kill -9 of the filer at random moments of a mutation workload, several rounds: after
-//    each, fsck finds the store clean and every acknowledged change is there.
+//    each, fsck finds the store clean and every acknowledged change is there (creates with
+//    a chunk, mkdir, rename, hard link, unlink, rmdir by 4 clients in one shared directory).
 #include <sys/stat.h>
 
 #include <atomic>
@@ -238,7 +239,7 @@ void Work(FilerAndVolume& c, uint64_t dir, int t, int round, Model& m, std::atom
   std::mt19937 rng(round * 100 + t);
   for (int i = 0; !stop; ++i) {
     std::string name = StrCat("t", t, "-", round, "-", i);
-    int op = m.names.empty() ? 0 : static_cast<int>(rng() % 4);
+    int op = m.names.empty() ? 0 : static_cast<int>(rng() % 5);
     auto pick = [&] {
       auto it = m.names.begin();
       std::advance(it, rng() % m.names.size());
@@ -256,6 +257,13 @@ void Work(FilerAndVolume& c, uint64_t dir, int t, int round, Model& m, std::atom
         if (!a.ok()) continue;
         m.names[name] = {a->ino(), -1};
       }
+    } else if (op == 4) {
+      auto it = pick();
+      if (it->second.second < 0) continue;  // no hard links to directories
+      auto target = it->second;
+      m.uncertain.insert(name);
+      if (!f->Link(target.first, dir, name).ok()) continue;
+      m.names[name] = target;
     } else if (op == 2) {
       auto it = pick();
       std::string from = it->first;
