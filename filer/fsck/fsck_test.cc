@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <random>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -137,5 +139,51 @@ TEST_CASE("filer.fsck keeps off a store a filer has open, and needs a store") {
   CHECK(none.code == kFsckProblems);
   CHECK(none.Has("no filer store"));
   CHECK_FALSE(std::filesystem::exists(h.dir().string() + "-nothing"));
+  h.Open();
+}
+
+TEST_CASE("filer.fsck finds nothing to repair after concurrent creates, renames and unlinks") {
+  Harness h("rocksdb");
+  std::vector<uint64_t> dirs = {h.Mkdir(1, "a"), h.Mkdir(1, "b")};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int i = 0; i < 300; ++i) {
+        uint64_t from = dirs[rng() % 2], to = dirs[rng() % 2];
+        std::string name = "n" + std::to_string(rng() % 20);
+        CreateArgs a;
+        a.parent = from;
+        a.name = name;
+        a.mode = (rng() % 4 == 0 ? S_IFDIR : S_IFREG) | 0755;
+        switch (rng() % 4) {
+          case 0:
+            (void)h.fs->Create(a);
+            break;
+          case 1:
+            (void)h.fs->Rename(from, name, to, "n" + std::to_string(rng() % 20), 0);
+            break;
+          case 2:
+            (void)h.fs->Unlink(from, name);
+            (void)h.fs->Rmdir(from, name);
+            break;
+          default:
+            if (auto f = h.fs->Lookup(from, name); f.ok() && !S_ISDIR(f->mode())) {
+              (void)h.fs->Link(f->ino(), to, "l" + std::to_string(rng() % 20));
+            }
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  CHECK(h.Names(dirs[0]).size() + h.Names(dirs[1]).size() > 0);
+  h.Close();
+  Run r = Fsck(h.dir().string(), false);
+  INFO(r.Text());
+  CHECK(r.code == kFsckClean);
+  r = Fsck(h.dir().string(), true);
+  INFO(r.Text());
+  CHECK(r.code == kFsckClean);
+  CHECK(r.Has("(0 repairs made)"));
   h.Open();
 }
