@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "filer/store/keys.h"
 #include "shared/file_id.h"
 #include "shared/grpc_status.h"
 #include "shared/log.h"
@@ -13,9 +14,8 @@
 namespace kelp::filer {
 namespace {
 
-// Sequence names in the KvStore (docs/filer-keys.md, `Q` sequences).
-constexpr std::string_view kVolumeIdSeq = "volume_id";
-constexpr std::string_view kNeedleKeySeq = "needle_key";
+using keys::kNeedleKeySeq;
+using keys::kVolumeIdSeq;
 
 int AutoGrowth(int copies) {
   switch (copies) {

@@ -70,6 +70,8 @@ absl::Status FilerService::Start() {
                       [this] { return static_cast<double>(events_.published()); }),
       reg.AddCallback("kelp_filer_gc_deleted_total", "Blobs deleted by chunk GC",
                       [this] { return static_cast<double>(gc_.deleted_total()); }),
+      reg.AddCallback("kelp_filer_gc_pending", "Blobs in the GC queue (due or waiting to retry)",
+                      [this] { return static_cast<double>(gc_.pending()); }),
       reg.AddCallback("kelp_filer_gc_failed_total", "Blob deletes that failed and were retried",
                       [this] { return static_cast<double>(gc_.failed_total()); }),
   };

@@ -12,8 +12,8 @@
 // called from any thread concurrently once Start() returned OK and until Stop() begins.
 // Start() runs two threads of its own (GC, maintenance) unless options.background_loops is
 // false; Stop() joins them and wakes every event subscriber. While started it exports gauges
-// (kelp_filer_inodes, _sessions, _event_seq, _gc_deleted_total, _gc_failed_total) to
-// MetricsRegistry::Default().
+// (kelp_filer_inodes, _sessions, _event_seq, _gc_pending, _gc_deleted_total,
+// _gc_failed_total) to MetricsRegistry::Default().
 #pragma once
 
 #include <atomic>

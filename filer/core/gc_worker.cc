@@ -20,12 +20,22 @@ GcWorker::GcWorker(KvStore* kv, ClusterApi* cluster, Clock* clock, const FilerOp
 
 GcWorker::~GcWorker() { Stop(); }
 
-absl::Status GcWorker::Load() { return seq_.Load(1); }
+absl::Status GcWorker::Load() {
+  if (auto s = seq_.Load(1); !s.ok()) return s;
+  int64_t n = 0;
+  std::string family = keys::Family(keys::kGc);
+  auto it = kv_->Scan(family, keys::PrefixEnd(family));
+  for (; it->Valid(); it->Next()) ++n;
+  if (!it->status().ok()) return it->status();
+  pending_ = n;
+  return absl::OkStatus();
+}
 
 void GcWorker::Start() {
   std::lock_guard lock(mu_);
   if (thread_.joinable()) return;
   stop_ = false;
+  woken_ = pending_.load() > 0;
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -111,6 +121,7 @@ absl::StatusOr<size_t> GcWorker::RunOnce() {
     }
   }
   if (auto s = kv_->Write(b, false); !s.ok()) return s;
+  pending_ -= static_cast<int64_t>(deleted);
   deleted_total_ += deleted;
   failed_total_ += failed;
   return deleted;

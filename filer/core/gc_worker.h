@@ -13,6 +13,7 @@
 // together with any other filer lock.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -39,12 +40,16 @@ class GcWorker {
   GcWorker(const GcWorker&) = delete;
   GcWorker& operator=(const GcWorker&) = delete;
 
+  // Loads the GC sequence and counts the queue (one scan).
   absl::Status Load();
+  // Starts the loop; a queue left by the last run is worked on at once.
   void Start();
   void Stop();
 
-  // Adds queue entries for fids (due now) to batch. Call Wake() after the batch is written.
+  // Adds queue entries for fids (due now) to batch. Once the batch is written, call
+  // Queued(fids.size()) and Wake().
   absl::Status Enqueue(WriteBatch* batch, const std::vector<std::string>& fids, uint64_t ino);
+  void Queued(size_t n) { pending_ += static_cast<int64_t>(n); }
   void Wake();
 
   // One round: deletes up to options.gc_batch due blobs. Returns how many were deleted.
@@ -53,6 +58,8 @@ class GcWorker {
   // Entries in the queue, due or not, in key order (at most max). For tests and fsck.
   absl::StatusOr<std::vector<GcValue>> Pending(size_t max) const;
 
+  // Entries in the queue (due or not): counted at Load, kept up to date since.
+  uint64_t pending() const { return static_cast<uint64_t>(std::max<int64_t>(pending_.load(), 0)); }
   uint64_t deleted_total() const { return deleted_total_.load(); }
   uint64_t failed_total() const { return failed_total_.load(); }
 
@@ -75,6 +82,7 @@ class GcWorker {
 
   std::atomic<uint64_t> deleted_total_{0};
   std::atomic<uint64_t> failed_total_{0};
+  std::atomic<int64_t> pending_{0};
 };
 
 }  // namespace kelp::filer

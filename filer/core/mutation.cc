@@ -44,7 +44,12 @@ absl::Status Mutation::Commit() {
     if (inode_delta_ != 0) fs_->counters_[stripe] -= inode_delta_;
     return s;
   }
-  if (!garbage_.empty()) fs_->gc_.Wake();
+  if (!garbage_.empty()) {
+    size_t n = 0;
+    for (const auto& g : garbage_) n += g.first.size();
+    fs_->gc_.Queued(n);
+    fs_->gc_.Wake();
+  }
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -37,6 +38,18 @@ inline Chunk MakeChunk(const std::string& fid, uint64_t offset, uint64_t size,
   c.set_size(size);
   c.set_blob_offset(blob_offset);
   return c;
+}
+
+// Polls pred every 10 ms until it holds or the timeout passes (for results of background
+// threads; orderings between threads are forced with hooks, not with this).
+template <typename Pred>
+bool WaitForCondition(Pred pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 class FakeCluster : public ClusterApi {
@@ -184,6 +197,21 @@ class Harness {
     }
     Boot();
   }
+
+  // Stops the service and closes the RocksDB store (its directory stays, for tools such as
+  // fsck that open it themselves); Open() starts both again.
+  void Close() {
+    REQUIRE(backend_ == "rocksdb");
+    fs->Stop();
+    fs.reset();
+    counting.reset();
+    kv.reset();
+  }
+  void Open() {
+    OpenStore();
+    Boot();
+  }
+  const std::filesystem::path& dir() const { return dir_; }
 
   FilerOptions& options() { return opts_; }
   const std::string& backend() const { return backend_; }

@@ -28,6 +28,10 @@ class FilerServer::HttpHandler : public http::Handler {
       nlohmann::json j{{"version", kVersion},
                        {"httpPort", server_->http_port()},
                        {"grpcPort", server_->grpc_port()},
+                       {"gc",
+                        {{"pending", server_->core_->gc().pending()},
+                         {"deleted", server_->core_->gc().deleted_total()},
+                         {"failed", server_->core_->gc().failed_total()}}},
                        {"topology", server_->topology_->StatusJson()}};
       w.SendJson(200, j.dump(2) + "\n");
       return;

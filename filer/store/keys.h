@@ -37,6 +37,9 @@ inline constexpr std::string_view kChunkSeq = "chunk";
 inline constexpr std::string_view kEventSeq = "event";
 inline constexpr std::string_view kGcSeq = "gc";
 inline constexpr std::string_view kSessionSeq = "session";
+// The cluster's (filer/cluster/topology.cc): volume ids and needle keys handed out by Assign.
+inline constexpr std::string_view kVolumeIdSeq = "volume_id";
+inline constexpr std::string_view kNeedleKeySeq = "needle_key";
 // Meta names (family M).
 inline constexpr std::string_view kEventFloorName = "event_floor";  // u64 BE: seqs below were trimmed
 

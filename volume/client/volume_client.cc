@@ -208,6 +208,36 @@ absl::Status Call(VolumeService::Stub* stub, Method method, const Req& req, Resp
 
 }  // namespace
 
+absl::StatusOr<std::vector<BlobStat>> VolumeClient::StatBlobs(
+    std::string_view grpc_address, const std::vector<std::string>& fids) {
+  StatBlobsRequest req;
+  for (const auto& f : fids) req.add_fids(f);
+  StatBlobsResponse resp;
+  RETURN_IF_ERROR(Call(stubs_->Get(grpc_address), &VolumeService::Stub::StatBlobs, req, &resp,
+                       kelp::StrCat("stat blobs on ", grpc_address)));
+  if (resp.blobs_size() != req.fids_size()) {
+    return absl::InternalError(kelp::StrCat("stat blobs on ", grpc_address, ": ",
+                                            resp.blobs_size(), " answers for ", req.fids_size()));
+  }
+  return std::vector<BlobStat>(resp.blobs().begin(), resp.blobs().end());
+}
+
+absl::StatusOr<std::vector<BlobStat>> VolumeClient::ListBlobs(std::string_view grpc_address,
+                                                              uint32_t volume_id) {
+  std::vector<BlobStat> out;
+  ListBlobsRequest req;
+  req.set_volume_id(volume_id);
+  for (bool more = true; more;) {
+    ListBlobsResponse resp;
+    RETURN_IF_ERROR(Call(stubs_->Get(grpc_address), &VolumeService::Stub::ListBlobs, req, &resp,
+                         kelp::StrCat("list blobs of volume ", volume_id, " on ", grpc_address)));
+    out.insert(out.end(), resp.blobs().begin(), resp.blobs().end());
+    more = resp.more() && resp.last_key() > req.after_key();
+    req.set_after_key(resp.last_key());
+  }
+  return out;
+}
+
 absl::Status VolumeClient::AllocateVolume(std::string_view grpc_address, uint32_t volume_id,
                                           std::string_view collection,
                                           std::string_view replication) {

@@ -66,6 +66,15 @@ class VolumeClient {
   // location of the volumes concerned.
   absl::StatusOr<std::vector<DeleteResult>> BatchDelete(std::string_view grpc_address,
                                                         const std::vector<std::string>& fids);
+  // Every live blob of volume volume_id on server grpc_address (paged ListBlobs calls):
+  // fid and size, status 200. NotFound (ENOENT) if the server does not hold the volume.
+  absl::StatusOr<std::vector<BlobStat>> ListBlobs(std::string_view grpc_address,
+                                                  uint32_t volume_id);
+
+  // Which of fids server grpc_address holds (no data is read): one BlobStat per fid, in
+  // order; status 200 held, 404 absent, 400 malformed. For kelp filer.fsck.
+  absl::StatusOr<std::vector<BlobStat>> StatBlobs(std::string_view grpc_address,
+                                                  const std::vector<std::string>& fids);
 
   // The rest of the control plane (proto/volume.proto), for the filer. All take the server's
   // gRPC "host:port"; errors keep their errno (EEXIST, ENOENT, ENOSPC for -max reached).

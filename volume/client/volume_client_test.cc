@@ -104,6 +104,43 @@ TEST_CASE("batch delete over gRPC") {
   CHECK(c.BatchDelete(grpc_addr, fids).status().code() == absl::StatusCode::kUnavailable);
 }
 
+TEST_CASE("stat blobs over gRPC: which fids a server holds") {
+  TestServer t;
+  REQUIRE(t.server->store().Allocate(3, "", "000").ok());
+  VolumeClient c;
+  std::string held = FileId{3, 1, 0xabc}.ToString();
+  std::string deleted = FileId{3, 2, 0xabc}.ToString();
+  REQUIRE(c.Upload(t.addr(), held, RandomBlob(1, 3000)).ok());
+  REQUIRE(c.Upload(t.addr(), deleted, "x").ok());
+  REQUIRE(c.Delete(t.addr(), deleted).ok());
+  std::vector<std::string> fids = {held,
+                                   deleted,
+                                   FileId{3, 1, 0xabd}.ToString(),  // another cookie
+                                   FileId{3, 9, 0xabc}.ToString(),  // never written
+                                   FileId{4, 1, 0xabc}.ToString(),  // volume not here
+                                   "3,zz"};
+  auto r = c.StatBlobs(t.server->grpc_address(), fids);
+  REQUIRE(r.ok());
+  REQUIRE(r->size() == fids.size());
+  CHECK((*r)[0].fid() == held);
+  CHECK((*r)[0].status() == 200);
+  CHECK((*r)[0].size() == 3000);
+  for (int i = 1; i <= 4; ++i) {
+    INFO(fids[i]);
+    CHECK((*r)[i].status() == 404);
+  }
+  CHECK((*r)[5].status() == 400);
+  auto listed = c.ListBlobs(t.server->grpc_address(), 3);
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 1);
+  CHECK((*listed)[0].fid() == held);
+  CHECK((*listed)[0].size() == 3000);
+  CHECK(kelp::ErrnoOf(c.ListBlobs(t.server->grpc_address(), 4).status()) == ENOENT);
+  std::string grpc_addr = t.server->grpc_address();
+  t.server->Stop();
+  CHECK(c.StatBlobs(grpc_addr, fids).status().code() == absl::StatusCode::kUnavailable);
+}
+
 TEST_CASE("control plane through the client: allocate, status, read-only, vacuum, delete") {
   TestServer t(nullptr, [](VolumeServer::Options& o) { o.max_volumes = 2; });
   VolumeClient c;

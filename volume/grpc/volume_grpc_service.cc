@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "shared/file_id.h"
 #include "shared/grpc_status.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -45,6 +46,57 @@ grpc::Status VolumeGrpcService::BatchDelete(grpc::ServerContext*, const BatchDel
       out->set_error(r.error);
       out->set_size(r.size);
     }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status VolumeGrpcService::StatBlobs(grpc::ServerContext*, const StatBlobsRequest* req,
+                                          StatBlobsResponse* resp) {
+  return GuardedCall("StatBlobs", [&]() -> absl::Status {
+    for (const std::string& f : req->fids()) {
+      BlobStat* out = resp->add_blobs();
+      out->set_fid(f);
+      auto fid = FileId::Parse(f);
+      if (!fid.ok()) {
+        out->set_status(400);
+        out->set_error(std::string(fid.status().message()));
+        continue;
+      }
+      std::shared_ptr<Volume> v = store_->Get(fid->volume_id);
+      absl::StatusOr<uint32_t> size =
+          v ? v->Stat(fid->key, fid->cookie)
+            : PosixError(ENOENT, kelp::StrCat("volume ", fid->volume_id, " is not on this server"));
+      if (size.ok()) {
+        out->set_status(200);
+        out->set_size(*size);
+      } else {
+        out->set_status(HttpStatusOf(size.status()));
+        out->set_error(std::string(size.status().message()));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status VolumeGrpcService::ListBlobs(grpc::ServerContext*, const ListBlobsRequest* req,
+                                          ListBlobsResponse* resp) {
+  return GuardedCall("ListBlobs", [&]() -> absl::Status {
+    std::shared_ptr<Volume> v = store_->Get(req->volume_id());
+    if (!v) {
+      return PosixError(ENOENT, kelp::StrCat("volume ", req->volume_id(), " is not on this server"));
+    }
+    bool more = false;
+    ASSIGN_OR_RETURN(auto listed,
+                     v->List(req->after_key(), req->limit() == 0 ? 10000 : req->limit(), &more));
+    resp->set_last_key(req->after_key());
+    for (const Volume::Listed& l : listed) {
+      BlobStat* out = resp->add_blobs();
+      out->set_fid(FileId{req->volume_id(), l.key, l.cookie}.ToString());
+      out->set_status(200);
+      out->set_size(l.size);
+      resp->set_last_key(l.key);
+    }
+    resp->set_more(more);
     return absl::OkStatus();
   });
 }

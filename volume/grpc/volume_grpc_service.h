@@ -1,5 +1,5 @@
 // The gRPC control plane of a volume server (proto/volume.proto, service VolumeService):
-// allocate, batch delete, vacuum, status, read-only switch, delete volume. A thin adapter:
+// allocate, batch delete, blob stat and listing (fsck), vacuum, status, read-only switch, delete volume. A thin adapter:
 // the logic is in Store, BlobService and VacuumVolumes.
 //
 // Threads: called by gRPC's server threads concurrently; thread-safe.
@@ -24,6 +24,10 @@ class VolumeGrpcService final : public kelp::volume::VolumeService::Service {
                               AllocateVolumeResponse* resp) override;
   grpc::Status BatchDelete(grpc::ServerContext*, const BatchDeleteRequest* req,
                            BatchDeleteResponse* resp) override;
+  grpc::Status StatBlobs(grpc::ServerContext*, const StatBlobsRequest* req,
+                         StatBlobsResponse* resp) override;
+  grpc::Status ListBlobs(grpc::ServerContext*, const ListBlobsRequest* req,
+                         ListBlobsResponse* resp) override;
   grpc::Status Vacuum(grpc::ServerContext*, const VacuumRequest* req,
                       VacuumResponse* resp) override;
   grpc::Status Status(grpc::ServerContext*, const StatusRequest* req,

@@ -364,6 +364,51 @@ std::optional<uint32_t> Volume::SizeOf(uint64_t key) const {
   return v->size;
 }
 
+absl::StatusOr<uint32_t> Volume::Stat(uint64_t key, uint32_t cookie) const {
+  std::optional<Handle> h = Find(key);
+  if (!h) return NotFound(key);
+  char head[format::kHeaderSize];
+  absl::Status s = ReadFully(*h->file, h->offset, sizeof head, head);
+  if (!s.ok()) return s.code() == absl::StatusCode::kDataLoss ? ChecksumFailure(s, key) : s;
+  NeedleHeader n = DecodeHeader(head);
+  if (n.key != key || n.size != h->size) {
+    return ChecksumFailure(absl::DataLossError("index and needle header disagree"), key);
+  }
+  if (n.cookie != cookie) return NotFound(key);
+  return h->size;
+}
+
+absl::StatusOr<std::vector<Volume::Listed>> Volume::List(uint64_t after_key, size_t limit,
+                                                         bool* more) const {
+  std::vector<Listed> out;
+  *more = false;
+  {
+    // One pass over the map (it has no seek): cheap next to the header reads below.
+    std::shared_lock m(map_mu_);
+    map_.ForEach([&](uint64_t key, CompactMap::Value v) {
+      if (key <= after_key || v.deleted() || *more) return;
+      if (out.size() == limit) {
+        *more = true;
+        return;
+      }
+      out.push_back(Listed{key, 0, v.size});
+    });
+  }
+  std::vector<Listed> live;
+  live.reserve(out.size());
+  for (Listed& l : out) {
+    // Found again: a vacuum may have moved it, a delete removed it.
+    std::optional<Handle> h = Find(l.key);
+    if (!h) continue;
+    auto cookie = CookieAt(*h->file, h->offset);
+    if (!cookie.ok()) return cookie.status();
+    l.cookie = *cookie;
+    l.size = h->size;
+    live.push_back(l);
+  }
+  return live;
+}
+
 absl::Status Volume::ChecksumFailure(const absl::Status& s, uint64_t key) const {
   checksum_failures_.fetch_add(1);
   ChecksumFailureCounter()->Inc();

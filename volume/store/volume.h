@@ -21,6 +21,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -87,6 +88,18 @@ class Volume {
   std::optional<Handle> Find(uint64_t key) const;
   // The data size of a live needle (cheap: no I/O).
   std::optional<uint32_t> SizeOf(uint64_t key) const;
+  // The data size of live needle key if its cookie matches: one header read, no checksum
+  // (fsck asks this of every blob). NotFound if absent, deleted or another cookie; DataLoss
+  // if the header does not match the index.
+  absl::StatusOr<uint32_t> Stat(uint64_t key, uint32_t cookie) const;
+  // Live needles with keys above after_key, in key order, at most limit of them (fsck looks
+  // for leaked blobs): one header read each for the cookie. *more says whether any are left.
+  struct Listed {
+    uint64_t key = 0;
+    uint32_t cookie = 0;
+    uint32_t size = 0;
+  };
+  absl::StatusOr<std::vector<Listed>> List(uint64_t after_key, size_t limit, bool* more) const;
 
   // Reads a whole needle into *buf and verifies it; the result's data points into *buf.
   // NotFound if absent, deleted or the cookie differs; DataLoss (logged and counted) if the

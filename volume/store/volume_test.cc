@@ -247,6 +247,44 @@ TEST_CASE("Verify streams large needles and checks the cookie") {
   CHECK(ReadBack(**v, 9, 99) == big);
 }
 
+TEST_CASE("Stat answers the size of live needles with the right cookie, without reading them") {
+  TempDir dir;
+  auto v = Volume::Create(Opts(dir));
+  REQUIRE(v.ok());
+  Fill(**v, 3);
+  REQUIRE((*v)->Delete(2, 0xc0 + 2).ok());
+  auto s1 = (*v)->Stat(1, 0xc0 + 1);
+  REQUIRE(s1.ok());
+  CHECK(*s1 == 101);
+  CHECK(kelp::ErrnoOf((*v)->Stat(1, 0x99).status()) == ENOENT);  // another cookie
+  CHECK(kelp::ErrnoOf((*v)->Stat(2, 0xc0 + 2).status()) == ENOENT);  // deleted
+  CHECK(kelp::ErrnoOf((*v)->Stat(7, 0xc0 + 7).status()) == ENOENT);  // never written
+  REQUIRE((*v)->Compact().ok());
+  CHECK(*(*v)->Stat(3, 0xc0 + 3) == 103);
+}
+
+TEST_CASE("List pages through the live needles in key order with their cookies") {
+  TempDir dir;
+  auto v = Volume::Create(Opts(dir));
+  REQUIRE(v.ok());
+  Fill(**v, 5);
+  REQUIRE((*v)->Delete(2, 0xc0 + 2).ok());
+  bool more = false;
+  auto page = (*v)->List(0, 2, &more);
+  REQUIRE(page.ok());
+  REQUIRE(page->size() == 2);
+  CHECK(more);
+  CHECK((*page)[0].key == 1);
+  CHECK((*page)[0].cookie == 0xc0 + 1);
+  CHECK((*page)[0].size == 101);
+  CHECK((*page)[1].key == 3);  // 2 is deleted
+  page = (*v)->List(3, 2, &more);
+  REQUIRE(page.ok());
+  CHECK(page->size() == 2);
+  CHECK((*page)[1].key == 5);
+  CHECK_FALSE(more);
+}
+
 TEST_CASE("a full volume turns read-only; deletes still work") {
   TempDir dir;
   auto o = Opts(dir);
