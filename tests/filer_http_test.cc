@@ -313,6 +313,7 @@ TEST_CASE("cluster routes take precedence over file paths") {
   CHECK(a.status == 200);
   CHECK(Json(a).contains("fid"));
   // A file named like a cluster route is still reachable through the AGFS dialect.
+  REQUIRE(C().Do("POST", "/api/v1/directories?path=/dir").status == 201);
   REQUIRE(C().Do("PUT", "/api/v1/files?path=/dir/assign", "mine").status == 200);
   CHECK(C().Get("/api/v1/files?path=/dir/assign").body == "mine");
   CHECK(Json(C().Get("/dir/assign")).contains("fid"));
@@ -372,8 +373,13 @@ TEST_CASE("agfs: files, directories, stat, rename, chmod, touch, health") {
 
   auto ls = C().Get("/api/v1/directories?path=/agfs");
   REQUIRE(ls.status == 200);
+  INFO(ls.body);
   std::set<std::string> names;
-  for (const auto& f : Json(ls)["files"]) names.insert(f["name"].get<std::string>());
+  json lj = Json(ls);
+  for (const auto& f : lj["files"]) {
+    names.insert(f["name"].get<std::string>());
+    CHECK(f["meta"]["type"] == (f["isDir"].get<bool>() ? "directory" : "file"));
+  }
   CHECK(names == std::set<std::string>{"big.bin", "data.bin", "new.txt"});
   CHECK(C().Get("/api/v1/directories?path=/agfs/data.bin").status != 200);
   CHECK(C().Get("/api/v1/directories?path=/agfs/missing").status == 404);

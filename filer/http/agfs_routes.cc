@@ -55,7 +55,7 @@ void AppendFileInfo(std::string* out, std::string_view name, const Attr& a) {
   AppendJsonString(out, name);
   StrAppend(out, ",\"size\":", a.size(), ",\"mode\":", GoFileMode(a.mode()), ",\"modTime\":\"",
             Rfc3339Nano(a.mtime_ns()), "\",\"isDir\":", S_ISDIR(a.mode()),
-            ",\"meta\":{\"Name\":\"kelp\",\"Type\":\"", TypeName(a.mode()), "\",\"Content\":null}}");
+            ",\"meta\":{\"name\":\"kelp\",\"type\":\"", TypeName(a.mode()), "\"}}");
 }
 
 // ?name= as an int64: absent -> dflt; junk -> nullopt.

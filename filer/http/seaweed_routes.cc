@@ -172,7 +172,7 @@ void SeaweedRoutes::List(http::Request& req, http::ResponseWriter& w, const Clea
   JsonStream out(w);
   std::string& buf = out.buf();
   buf = "{\"Path\":";
-  AppendJsonString(&buf, p.is_root() ? "" : p.path);
+  AppendJsonString(&buf, p.path);
   buf += ",\"Entries\":[";
   if (req.method() == "HEAD") {
     http::Headers h;
