@@ -7,9 +7,9 @@
 #include "filer/client/limits.h"
 #include "filer/http/content.h"
 #include "filer/http/format.h"
-#include "filer/http/range.h"
 #include "filer/http/serve.h"
 #include "shared/http/http_parser.h"
+#include "shared/http/range.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -33,26 +33,10 @@ std::string MimeToKeep(std::string_view ct) {
   return std::string(ct);
 }
 
-// Does an If-None-Match list name etag (or "*")? Weak tags compare by their opaque part.
-bool EtagMatches(std::string_view header, std::string_view etag) {
-  size_t pos = 0;
-  while (pos < header.size()) {
-    size_t comma = header.find(',', pos);
-    std::string_view tag = header.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
-    while (!tag.empty() && tag.front() == ' ') tag.remove_prefix(1);
-    while (!tag.empty() && tag.back() == ' ') tag.remove_suffix(1);
-    if (tag.substr(0, 2) == "W/") tag.remove_prefix(2);
-    if (tag == "*" || tag == etag) return true;
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-  }
-  return false;
-}
-
 // 304 Not Modified: If-None-Match decides when present, else If-Modified-Since.
 bool NotModified(const http::Request& req, std::string_view etag, int64_t mtime_ns) {
   std::string_view inm = req.header("If-None-Match");
-  if (!inm.empty()) return EtagMatches(inm, etag);
+  if (!inm.empty()) return http::EtagMatches(inm, etag);
   std::string_view ims = req.header("If-Modified-Since");
   int64_t since = ims.empty() ? -1 : ParseHttpDate(ims);
   return since >= 0 && mtime_ns / 1000000000 <= since;
@@ -142,18 +126,18 @@ void SeaweedRoutes::Get(http::Request& req, http::ResponseWriter& w, const Clean
   std::string_view range_header = req.header("Range");
   std::string_view if_range = req.header("If-Range");
   if (!if_range.empty() && if_range != etag) range_header = {};  // changed since: send it all
-  RangeRequest r = ParseRange(range_header, size);
+  http::RangeRequest r = http::ParseRange(range_header, size);
   switch (r.kind) {
-    case RangeRequest::Kind::kWhole:
+    case http::RangeRequest::Kind::kWhole:
       return ServeFileBytes(w, req.method() == "HEAD", 200, h, *g, 0, size, *ops_->io());
-    case RangeRequest::Kind::kPartial:
-      h.Set("Content-Range", ContentRange(r.offset, r.length, size));
+    case http::RangeRequest::Kind::kPartial:
+      h.Set("Content-Range", http::ContentRange(r.offset, r.length, size));
       return ServeFileBytes(w, req.method() == "HEAD", 206, h, *g, r.offset, r.length, *ops_->io());
-    case RangeRequest::Kind::kUnsatisfiable:
-    case RangeRequest::Kind::kMalformed: {
+    case http::RangeRequest::Kind::kUnsatisfiable:
+    case http::RangeRequest::Kind::kMalformed: {
       http::Headers eh;
       eh.Set("Content-Range", StrCat("bytes */", size));
-      std::string why = r.kind == RangeRequest::Kind::kMalformed ? "malformed Range header"
+      std::string why = r.kind == http::RangeRequest::Kind::kMalformed ? "malformed Range header"
                                                                  : StrCat("range not satisfiable for size ", size);
       return w.SendJson(416, StrCat("{\"error\":", JsonString(why), "}\n"), eh);
     }

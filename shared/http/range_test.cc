@@ -1,8 +1,8 @@
-#include "filer/http/range.h"
+#include "shared/http/range.h"
 
 #include <catch2/catch.hpp>
 
-using namespace kelp::filer;
+using namespace kelp::http;
 using Kind = RangeRequest::Kind;
 
 TEST_CASE("Range headers: the forms RFC 9110 has") {
@@ -56,4 +56,14 @@ TEST_CASE("Range headers: unsatisfiable and malformed") {
   CHECK(ParseRange("items=0-1", 1000).kind == Kind::kMalformed);
   CHECK(ParseRange("bytes=99999999999999999999-", 1000).kind == Kind::kMalformed);
   CHECK(ParseRange("0-1", 1000).kind == Kind::kMalformed);
+}
+
+TEST_CASE("If-None-Match") {
+  CHECK(EtagMatches("\"abc\"", "abc"));
+  CHECK(EtagMatches("\"abc\"", "\"abc\""));
+  CHECK(EtagMatches("W/\"abc\"", "abc"));
+  CHECK(EtagMatches("\"x\", \"abc\"", "abc"));
+  CHECK(EtagMatches("*", "abc"));
+  CHECK_FALSE(EtagMatches("\"abd\"", "abc"));
+  CHECK_FALSE(EtagMatches("", "abc"));
 }

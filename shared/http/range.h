@@ -1,12 +1,13 @@
-// Byte ranges of a read: the HTTP Range header (RFC 9110 section 14) and its answer.
-// Pure functions; thread-safe.
+// Conditional and partial GETs (RFC 9110 sections 13 and 14): the Range header, its
+// Content-Range answer and If-None-Match, for every server that serves bytes (volume
+// servers' blobs, the filer's files). Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace kelp::filer {
+namespace kelp::http {
 
 struct RangeRequest {
   enum class Kind {
@@ -27,4 +28,11 @@ RangeRequest ParseRange(std::string_view header, uint64_t size);
 // "bytes a-b/size" for a partial answer.
 std::string ContentRange(uint64_t offset, uint64_t length, uint64_t size);
 
-}  // namespace kelp::filer
+// Whether an If-None-Match header ("*", "\"tag\"", "W/\"tag\"", lists of them) names etag,
+// which may be given with or without its quotes.
+bool EtagMatches(std::string_view if_none_match, std::string_view etag);
+
+// s without leading and trailing spaces and tabs (optional whitespace of a header value).
+std::string_view TrimOws(std::string_view s);
+
+}  // namespace kelp::http
