@@ -25,6 +25,17 @@ absl::Status RootError(std::string_view what) {
 FileOps::FileOps(FilerService* fs, BlobIo* io, Options options)
     : fs_(fs), io_(io), opts_(options), uid_(getuid()), gid_(getgid()) {}
 
+CreateArgs FileOps::Entry(uint64_t parent, std::string_view name, uint32_t mode, bool exclusive) const {
+  CreateArgs a;
+  a.parent = parent;
+  a.name = std::string(name);
+  a.mode = mode;
+  a.uid = uid_;
+  a.gid = gid_;
+  a.exclusive = exclusive;
+  return a;
+}
+
 absl::StatusOr<Attr> FileOps::ResolveDir(std::string_view path) {
   auto a = fs_->ResolvePath(path);
   if (!a.ok()) {
@@ -52,13 +63,7 @@ absl::StatusOr<Attr> FileOps::MkdirAll(std::string_view path, uint32_t mode) {
     pos = slash + 1;
     auto next = fs_->Lookup(cur.ino(), comp);
     if (!next.ok() && ErrnoOf(next.status()) == ENOENT) {
-      CreateArgs a;
-      a.parent = cur.ino();
-      a.name = std::string(comp);
-      a.mode = S_IFDIR | (mode & 07777);
-      a.uid = uid_;
-      a.gid = gid_;
-      next = fs_->Create(a);
+      next = fs_->Create(Entry(cur.ino(), comp, S_IFDIR | (mode & 07777), false));
       if (!next.ok() && ErrnoOf(next.status()) == EEXIST) next = fs_->Lookup(cur.ino(), comp);  // raced
     }
     if (!next.ok()) return next.status();
@@ -73,26 +78,13 @@ absl::StatusOr<Attr> FileOps::MkdirAll(std::string_view path, uint32_t mode) {
 absl::StatusOr<Attr> FileOps::Mkdir(const CleanPath& p, uint32_t mode) {
   if (p.is_root()) return PosixError(EEXIST, "the root directory exists");
   ASSIGN_OR_RETURN(Attr parent, ResolveDir(p.dir()));
-  CreateArgs a;
-  a.parent = parent.ino();
-  a.name = std::string(p.name());
-  a.mode = S_IFDIR | (mode & 07777);
-  a.uid = uid_;
-  a.gid = gid_;
-  return fs_->Create(a);
+  return fs_->Create(Entry(parent.ino(), p.name(), S_IFDIR | (mode & 07777), false));
 }
 
 absl::StatusOr<Attr> FileOps::CreateFile(const CleanPath& p, bool exclusive) {
   if (p.is_root()) return PosixError(EISDIR, "the root is a directory");
   ASSIGN_OR_RETURN(Attr parent, ResolveDir(p.dir()));
-  CreateArgs a;
-  a.parent = parent.ino();
-  a.name = std::string(p.name());
-  a.mode = S_IFREG | opts_.file_mode;
-  a.uid = uid_;
-  a.gid = gid_;
-  a.exclusive = exclusive;
-  return fs_->Create(a);
+  return fs_->Create(Entry(parent.ino(), p.name(), S_IFREG | opts_.file_mode, exclusive));
 }
 
 absl::StatusOr<Attr> FileOps::OpenForWrite(const CleanPath& p, const FileWrite& w, bool* created) {
@@ -113,14 +105,7 @@ absl::StatusOr<Attr> FileOps::OpenForWrite(const CleanPath& p, const FileWrite& 
   } else {
     ASSIGN_OR_RETURN(parent, ResolveDir(p.dir()));
   }
-  CreateArgs a;
-  a.parent = parent.ino();
-  a.name = std::string(p.name());
-  a.mode = S_IFREG | opts_.file_mode;
-  a.uid = uid_;
-  a.gid = gid_;
-  a.exclusive = w.exclusive;
-  ASSIGN_OR_RETURN(Attr f, fs_->Create(a));
+  ASSIGN_OR_RETURN(Attr f, fs_->Create(Entry(parent.ino(), p.name(), S_IFREG | opts_.file_mode, w.exclusive)));
   *created = true;
   return f;
 }

@@ -88,6 +88,8 @@ class FileOps {
   absl::StatusOr<Attr> ResolveDir(std::string_view path);
 
  private:
+  // A new entry owned by the filer process's uid and gid.
+  CreateArgs Entry(uint64_t parent, std::string_view name, uint32_t mode, bool exclusive) const;
   // The file to write: existing, or created as w allows.
   absl::StatusOr<Attr> OpenForWrite(const CleanPath& p, const FileWrite& w, bool* created);
   absl::StatusOr<FileWriteResult> WriteBody(const Attr& file, BodySource& body, const FileWrite& w);
