@@ -112,23 +112,43 @@ uint32_t GoFileMode(uint32_t m) {
 }
 
 std::string Rfc3339Nano(int64_t unix_ns) {
+  // By hand, not strftime: listings format two of these per entry, and gmtime_r takes
+  // glibc's time zone lock.
   int64_t secs = unix_ns / 1000000000, frac = unix_ns % 1000000000;
   if (frac < 0) {
     frac += 1000000000;
     --secs;
   }
-  time_t t = static_cast<time_t>(secs);
-  tm tm;
-  gmtime_r(&t, &tm);
-  char buf[64];
-  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  int64_t days = secs / 86400, rem = secs % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    --days;
+  }
+  // Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil, inverted).
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  int64_t year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  char buf[40];
+  int n = snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld", static_cast<long long>(year),
+                   static_cast<long long>(month), static_cast<long long>(day), static_cast<long long>(rem / 3600),
+                   static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60));
   std::string out(buf, n);
   if (frac != 0) {
-    char f[16];
-    snprintf(f, sizeof f, ".%09lld", static_cast<long long>(frac));
-    std::string fs(f);
-    while (fs.back() == '0') fs.pop_back();
-    out += fs;
+    char f[10];
+    for (int k = 8; k >= 0; --k) {
+      f[k] = static_cast<char>('0' + frac % 10);
+      frac /= 10;
+    }
+    int len = 9;
+    while (f[len - 1] == '0') --len;
+    out += '.';
+    out.append(f, len);
   }
   out += 'Z';
   return out;
