@@ -455,3 +455,34 @@ TEST_CASE("bad input is answered 4xx and the server stays up") {
   CHECK(C().Get("/status").status == 200);
   CHECK(C().Get(StrCat("/bad/", ok_name)).body == "x");
 }
+
+TEST_CASE("kelp server answers the quickstart's curl http://127.0.0.1:PORT/hello") {
+  TempDir tmp("kelp-server-http");
+  int fport = FreePort(), vport = FreePort();
+  auto p = Process::Start({KelpBinary(), "server", StrCat("-dir=", tmp.path()), StrCat("-filer.port=", fport),
+                           StrCat("-volume.port=", vport), StrCat("-volume.port.grpc=", vport + 10000),
+                           "-filer.maxMB=1"},
+                          tmp.Sub("server.log"));
+  REQUIRE(p.ok());
+  std::string addr = StrCat("127.0.0.1:", fport);
+  http::HttpClient client;
+  // Ready once a blob can be placed: the embedded volume server has registered.
+  REQUIRE(WaitFor(
+      [&] {
+        auto a = client.Get(addr, "/dir/assign");
+        return a.ok() && a->status == 200;
+      },
+      std::chrono::seconds(20)));
+  auto put = client.Do("PUT", addr, "/hello", {}, "hello\n");
+  REQUIRE(put.ok());
+  CHECK(put->status == 201);
+  auto get = client.Get(addr, "/hello");
+  REQUIRE(get.ok());
+  CHECK(get->status == 200);
+  CHECK(get->body == "hello\n");
+  // And a file that needs the volume server.
+  std::string big = RandomBytes(3 * kMiB / 2, 41);
+  REQUIRE(client.Do("PUT", addr, "/big", {}, big)->status == 201);
+  CHECK(client.Get(addr, "/big")->body == big);
+  CHECK((*p)->Stop() == 0);
+}
