@@ -28,17 +28,17 @@ class FilerCluster {
  public:
   FilerCluster() {
     filer_port_ = FreePort();
-    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.Sub("filer")), StrCat("-port=", filer_port_),
-                             "-maxMB=1", "-pulseMs=300"},
+    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.Sub("filer")),
+                             StrCat("-port=", filer_port_), "-maxMB=1", "-pulseMs=300"},
                             tmp_.Sub("filer.log"));
     REQUIRE(f.ok());
     filer_ = std::move(*f);
     REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
     int vport = FreePort();
     std::filesystem::create_directories(tmp_.Sub("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.Sub("vol")), StrCat("-port=", vport),
-                             StrCat("-port.grpc=", vport + 10000), StrCat("-filer=", filer()), "-max=8",
-                             "-fileSizeLimitMB=4"},
+    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.Sub("vol")),
+                             StrCat("-port=", vport), StrCat("-port.grpc=", vport + 10000),
+                             StrCat("-filer=", filer()), "-max=8", "-fileSizeLimitMB=4"},
                             tmp_.Sub("vol.log"));
     REQUIRE(v.ok());
     volume_ = std::move(*v);
@@ -68,8 +68,8 @@ class FilerCluster {
     return json::parse(r->body, nullptr, false);
   }
 
-  http::ClientResponse Do(std::string_view method, std::string_view target, std::string_view body = {},
-                          const http::Headers& headers = {}) {
+  http::ClientResponse Do(std::string_view method, std::string_view target,
+                          std::string_view body = {}, const http::Headers& headers = {}) {
     auto r = client_.Do(method, filer(), target, headers, body);
     REQUIRE(r.ok());
     return std::move(*r);
@@ -384,15 +384,18 @@ TEST_CASE("agfs: files, directories, stat, rename, chmod, touch, health") {
   CHECK(C().Get("/api/v1/directories?path=/agfs/data.bin").status != 200);
   CHECK(C().Get("/api/v1/directories?path=/agfs/missing").status == 404);
 
-  auto rn = C().Do("POST", "/api/v1/rename?path=/agfs/data.bin", R"({"newPath":"/agfs/renamed.bin"})");
+  auto rn =
+      C().Do("POST", "/api/v1/rename?path=/agfs/data.bin", R"({"newPath":"/agfs/renamed.bin"})");
   CHECK(rn.status == 200);
   CHECK(Json(rn)["message"] == "renamed");
   CHECK(C().Get("/api/v1/files?path=/agfs/renamed.bin").body == "0123456789");
   CHECK(C().Get("/api/v1/files?path=/agfs/data.bin").status == 404);
   CHECK(C().Do("POST", "/api/v1/rename?path=/agfs/renamed.bin", R"({})").status == 400);
   CHECK(C().Do("POST", "/api/v1/rename?path=/agfs/renamed.bin", "not json").status == 400);
-  CHECK(C().Do("POST", "/api/v1/rename?path=/agfs/missing", R"({"newPath":"/agfs/m2"})").status == 404);
-  CHECK(C().Do("POST", "/api/v1/rename?path=/agfs/renamed.bin", R"({"newPath":"/agfs/../etc"})").status == 400);
+  CHECK(C().Do("POST", "/api/v1/rename?path=/agfs/missing", R"({"newPath":"/agfs/m2"})").status ==
+        404);
+  CHECK(C().Do("POST", "/api/v1/rename?path=/agfs/renamed.bin", R"({"newPath":"/agfs/../etc"})")
+            .status == 400);
   CHECK(C().Get("/api/v1/rename?path=/agfs/renamed.bin").status == 405);
 
   auto ch = C().Do("POST", "/api/v1/chmod?path=/agfs/renamed.bin", R"({"mode":384})");
@@ -425,10 +428,11 @@ TEST_CASE("bad input is answered 4xx and the server stays up") {
   std::string ok_name(255, 'n');
   CHECK(C().Do("PUT", StrCat("/bad/", ok_name), "x").status == 201);
   for (std::string target :
-       {std::string("/a/../etc/passwd"), std::string("/a/%2e%2e/b"), std::string("/a/b%00c"), std::string("/a//b"),
-        std::string("/./x"), StrCat("/bad/", long_name), std::string("/api/v1/files?path=/a/../b"),
-        std::string("/api/v1/files?path=/a%00b"), std::string("/api/v1/files?path=relative"),
-        StrCat("/api/v1/files?path=/bad/", long_name), std::string("/api/v1/stat?path=/..")}) {
+       {std::string("/a/../etc/passwd"), std::string("/a/%2e%2e/b"), std::string("/a/b%00c"),
+        std::string("/a//b"), std::string("/./x"), StrCat("/bad/", long_name),
+        std::string("/api/v1/files?path=/a/../b"), std::string("/api/v1/files?path=/a%00b"),
+        std::string("/api/v1/files?path=relative"), StrCat("/api/v1/files?path=/bad/", long_name),
+        std::string("/api/v1/stat?path=/..")}) {
     INFO(target);
     auto g = C().Get(target);
     CHECK(g.status == 400);
@@ -442,7 +446,8 @@ TEST_CASE("bad input is answered 4xx and the server stays up") {
   CHECK(C().Get("/b").status == 404);
 
   // Malformed requests on the wire.
-  for (std::string raw : {std::string("GARBAGE\r\n\r\n"), std::string("GET /x HTTP/1.1\r\nContent-Length: -5\r\n\r\n"),
+  for (std::string raw : {std::string("GARBAGE\r\n\r\n"),
+                          std::string("GET /x HTTP/1.1\r\nContent-Length: -5\r\n\r\n"),
                           std::string("PUT /y HTTP/1.1\r\nHost: x\r\nContent-Length: zz\r\n\r\n"),
                           std::string("GET /\x01\x02 HTTP/1.1\r\n\r\n")}) {
     INFO(raw);
@@ -459,9 +464,9 @@ TEST_CASE("bad input is answered 4xx and the server stays up") {
 TEST_CASE("kelp server answers the quickstart's curl http://127.0.0.1:PORT/hello") {
   TempDir tmp("kelp-server-http");
   int fport = FreePort(), vport = FreePort();
-  auto p = Process::Start({KelpBinary(), "server", StrCat("-dir=", tmp.path()), StrCat("-filer.port=", fport),
-                           StrCat("-volume.port=", vport), StrCat("-volume.port.grpc=", vport + 10000),
-                           "-filer.maxMB=1"},
+  auto p = Process::Start({KelpBinary(), "server", StrCat("-dir=", tmp.path()),
+                           StrCat("-filer.port=", fport), StrCat("-volume.port=", vport),
+                           StrCat("-volume.port.grpc=", vport + 10000), "-filer.maxMB=1"},
                           tmp.Sub("server.log"));
   REQUIRE(p.ok());
   std::string addr = StrCat("127.0.0.1:", fport);

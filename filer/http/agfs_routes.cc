@@ -42,10 +42,14 @@ void SendMessage(http::ResponseWriter& w, int status, std::string_view text) {
 
 std::string_view TypeName(uint32_t mode) {
   switch (mode & S_IFMT) {
-    case S_IFDIR: return "directory";
-    case S_IFLNK: return "symlink";
-    case S_IFREG: return "file";
-    default: return "special";
+    case S_IFDIR:
+      return "directory";
+    case S_IFLNK:
+      return "symlink";
+    case S_IFREG:
+      return "file";
+    default:
+      return "special";
   }
 }
 
@@ -94,16 +98,16 @@ bool AgfsRoutes::RunInline(const http::Request& req) const {
       return true;
     }
     if (req.method() == "PUT") {
-      return req.content_length() >= 0 && req.content_length() <= kMaxInlineSize && !req.query("flags") &&
-             !req.query("offset");
+      return req.content_length() >= 0 && req.content_length() <= kMaxInlineSize &&
+             !req.query("flags") && !req.query("offset");
     }
     if (req.method() == "DELETE") return req.query("recursive").value_or("") != "true";
     return req.method() == "POST";
   }
   // Metadata only: no volume server, no tree walk.
   return route == "health" || route == "ready" || route == "version" || route == "capabilities" ||
-         route == "stat" || route == "readlink" || route == "rename" || route == "chmod" || route == "touch" ||
-         route == "mkdir" || (route == "directories" && req.method() == "POST");
+         route == "stat" || route == "readlink" || route == "rename" || route == "chmod" ||
+         route == "touch" || route == "mkdir" || (route == "directories" && req.method() == "POST");
 }
 
 void AgfsRoutes::Handle(http::Request& req, http::ResponseWriter& w) {
@@ -117,17 +121,22 @@ void AgfsRoutes::Handle(http::Request& req, http::ResponseWriter& w) {
   if (route == "ready") return only({"GET", "HEAD"}) ? Health(w) : void();
   if (route == "version") {
     if (!only({"GET", "HEAD"})) return;
-    return w.SendJson(200, StrCat("{\"version\":\"", kVersion, "\",\"gitCommit\":\"unknown\",\"buildTime\":\"unknown\"}\n"));
+    return w.SendJson(200, StrCat("{\"version\":\"", kVersion,
+                                  "\",\"gitCommit\":\"unknown\",\"buildTime\":\"unknown\"}\n"));
   }
   if (route == "capabilities") {
     if (!only({"GET", "HEAD"})) return;
-    return w.SendJson(200, StrCat("{\"version\":\"", kVersion, "\",\"features\":[\"stream\",\"touch\"]}\n"));
+    return w.SendJson(
+        200, StrCat("{\"version\":\"", kVersion, "\",\"features\":[\"stream\",\"touch\"]}\n"));
   }
-  if (Unsupported(route)) return w.SendError(501, StrCat("/api/v1/", route, " is not supported by kelp"));
+  if (Unsupported(route))
+    return w.SendError(501, StrCat("/api/v1/", route, " is not supported by kelp"));
 
-  const bool files = route == "files", dirs = route == "directories" || route == "list" || route == "mkdir";
-  if (!files && !dirs && route != "stat" && route != "rename" && route != "chmod" && route != "touch" &&
-      route != "truncate" && route != "symlink" && route != "readlink" && route != "write") {
+  const bool files = route == "files",
+             dirs = route == "directories" || route == "list" || route == "mkdir";
+  if (!files && !dirs && route != "stat" && route != "rename" && route != "chmod" &&
+      route != "touch" && route != "truncate" && route != "symlink" && route != "readlink" &&
+      route != "write") {
     return w.SendError(404, StrCat("no such API: ", req.path()));
   }
   std::string raw = req.query("path").value_or("");
@@ -189,7 +198,8 @@ void AgfsRoutes::Handle(http::Request& req, http::ResponseWriter& w) {
     if (!only({"GET", "HEAD"})) return;
     auto a = ops_->Stat(p);
     if (!a.ok()) return w.SendStatus(a.status());
-    if (!S_ISLNK(a->mode())) return w.SendStatus(PosixError(EINVAL, StrCat("not a symlink: ", p.path)));
+    if (!S_ISLNK(a->mode()))
+      return w.SendStatus(PosixError(EINVAL, StrCat("not a symlink: ", p.path)));
     return w.SendJson(200, StrCat("{\"target\":", JsonString(a->symlink_target()), "}\n"));
   }
 }
@@ -203,8 +213,10 @@ void AgfsRoutes::ReadFile(http::Request& req, http::ResponseWriter& w, const Cle
   if (!g) {
     auto a = ops_->Stat(p);
     if (!a.ok()) return w.SendStatus(a.status());
-    if (S_ISDIR(a->mode())) return w.SendStatus(PosixError(EISDIR, StrCat("is a directory: ", p.path)));
-    if (!S_ISREG(a->mode())) return w.SendStatus(PosixError(EINVAL, StrCat("not a regular file: ", p.path)));
+    if (S_ISDIR(a->mode()))
+      return w.SendStatus(PosixError(EISDIR, StrCat("is a directory: ", p.path)));
+    if (!S_ISREG(a->mode()))
+      return w.SendStatus(PosixError(EINVAL, StrCat("not a regular file: ", p.path)));
     auto c = ops_->core()->GetChunks(a->ino());
     if (!c.ok()) return w.SendStatus(c.status());
     g = std::move(*c);
@@ -218,7 +230,8 @@ void AgfsRoutes::ReadFile(http::Request& req, http::ResponseWriter& w, const Cle
   ServeFileBytes(w, req.method() == "HEAD", 200, h, *g, from, length, *ops_->io());
 }
 
-void AgfsRoutes::WriteFile(http::Request& req, http::ResponseWriter& w, const CleanPath& p, bool json_body) {
+void AgfsRoutes::WriteFile(http::Request& req, http::ResponseWriter& w, const CleanPath& p,
+                           bool json_body) {
   FileWrite fw;
   fw.make_parents = false;
   fw.size_hint = req.content_length();
@@ -231,12 +244,18 @@ void AgfsRoutes::WriteFile(http::Request& req, http::ResponseWriter& w, const Cl
     if (comma == std::string::npos) comma = flags.size();
     std::string_view f = std::string_view(flags).substr(pos, comma - pos);
     pos = comma + 1;
-    if (f == "append") append = true;
-    else if (f == "create") create = true;
-    else if (f == "exclusive") exclusive = true;
-    else if (f == "truncate") truncate = true;
-    else if (f == "sync") sync = true;
-    else if (!f.empty() && f != "none") return w.SendError(400, StrCat("invalid flag: ", f));
+    if (f == "append")
+      append = true;
+    else if (f == "create")
+      create = true;
+    else if (f == "exclusive")
+      exclusive = true;
+    else if (f == "truncate")
+      truncate = true;
+    else if (f == "sync")
+      sync = true;
+    else if (!f.empty() && f != "none")
+      return w.SendError(400, StrCat("invalid flag: ", f));
   }
   if (flags.empty() && *offset < 0) {
     // AGFS's default: create if needed, replace the content.
@@ -246,7 +265,9 @@ void AgfsRoutes::WriteFile(http::Request& req, http::ResponseWriter& w, const Cl
     fw.exclusive = create && exclusive;
     fw.sync = sync;
     fw.offset = *offset < 0 ? 0 : static_cast<uint64_t>(*offset);
-    fw.mode = append ? FileWrite::Mode::kAppend : truncate ? FileWrite::Mode::kReplace : FileWrite::Mode::kAt;
+    fw.mode = append     ? FileWrite::Mode::kAppend
+              : truncate ? FileWrite::Mode::kReplace
+                         : FileWrite::Mode::kAt;
   }
   absl::StatusOr<FileWriteResult> r;
   if (json_body && req.header("Content-Type").find("application/json") != std::string_view::npos) {
@@ -262,7 +283,8 @@ void AgfsRoutes::WriteFile(http::Request& req, http::ResponseWriter& w, const Cl
     r = ops_->Write(p, body, fw);
   }
   if (!r.ok()) return w.SendStatus(r.status());
-  w.SendJson(200, StrCat("{\"message\":\"Written ", r->written, " bytes\",\"written\":", r->written, "}\n"));
+  w.SendJson(200, StrCat("{\"message\":\"Written ", r->written, " bytes\",\"written\":", r->written,
+                         "}\n"));
 }
 
 void AgfsRoutes::ListDir(http::Request& req, http::ResponseWriter& w, const CleanPath& p) {
@@ -276,10 +298,11 @@ void AgfsRoutes::ListDir(http::Request& req, http::ResponseWriter& w, const Clea
   std::vector<DirEntry> page;
   for (;;) {
     page.clear();
-    absl::Status s = ops_->core()->ListByName(dir->ino(), after, kListPage, true, [&](DirEntry&& e) {
-      page.push_back(std::move(e));
-      return true;
-    });
+    absl::Status s =
+        ops_->core()->ListByName(dir->ino(), after, kListPage, true, [&](DirEntry&& e) {
+          page.push_back(std::move(e));
+          return true;
+        });
     if (!s.ok()) return out.Fail(s);
     for (const DirEntry& e : page) {
       if (!first) buf += ',';
@@ -343,7 +366,8 @@ void AgfsRoutes::Symlink(http::Request& req, http::ResponseWriter& w, const Clea
 
 void AgfsRoutes::Health(http::ResponseWriter& w) {
   w.SendJson(200, StrCat("{\"status\":\"healthy\",\"version\":\"", kVersion,
-                         "\",\"gitCommit\":\"unknown\",\"buildTime\":\"unknown\",\"ready\":true,\"degraded\":false,"
+                         "\",\"gitCommit\":\"unknown\",\"buildTime\":\"unknown\",\"ready\":true,"
+                         "\"degraded\":false,"
                          "\"mounts\":{\"total\":0,\"pending\":0,\"mounted\":0,\"failed\":0}}\n"));
 }
 

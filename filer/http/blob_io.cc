@@ -15,7 +15,7 @@ std::string UrlOf(const cluster::Location& l) { return l.url().empty() ? l.publi
 // Failures another volume or server may not have: retry those on a fresh assignment.
 bool Retryable(const absl::Status& s) {
   switch (ErrnoOf(s)) {
-    case EFBIG:   // the blob is over the volume server's size limit everywhere
+    case EFBIG:  // the blob is over the volume server's size limit everywhere
     case EINVAL:
       return false;
     default:
@@ -28,8 +28,10 @@ bool Retryable(const absl::Status& s) {
 VolumeBlobIo::VolumeBlobIo(ClusterApi* cluster, volume::VolumeClient* client, Options options)
     : cluster_(cluster), client_(client), opts_(std::move(options)) {
   auto& reg = MetricsRegistry::Default();
-  put_bytes_ = reg.GetCounter("kelp_filer_http_blob_put_bytes_total", "Bytes the HTTP API uploaded to volume servers.");
-  get_bytes_ = reg.GetCounter("kelp_filer_http_blob_get_bytes_total", "Bytes the HTTP API read from volume servers.");
+  put_bytes_ = reg.GetCounter("kelp_filer_http_blob_put_bytes_total",
+                              "Bytes the HTTP API uploaded to volume servers.");
+  get_bytes_ = reg.GetCounter("kelp_filer_http_blob_get_bytes_total",
+                              "Bytes the HTTP API read from volume servers.");
   put_retries_ = reg.GetCounter("kelp_filer_http_blob_put_retries_total",
                                 "Blob uploads of the HTTP API retried on a fresh assignment.");
   get_failovers_ = reg.GetCounter("kelp_filer_http_blob_get_failovers_total",
@@ -60,14 +62,15 @@ absl::StatusOr<std::string> VolumeBlobIo::Put(std::string_view data) {
       return a->fid();
     }
     last = up.status();
-    spdlog::warn("http: upload of {} bytes as {} to {} failed (attempt {}): {}", data.size(), a->fid(), url,
-                 attempt + 1, last);
+    spdlog::warn("http: upload of {} bytes as {} to {} failed (attempt {}): {}", data.size(),
+                 a->fid(), url, attempt + 1, last);
     if (!Retryable(last)) break;
   }
   return last;
 }
 
-absl::Status VolumeBlobIo::Get(std::string_view fid, uint64_t offset, uint64_t length, const ByteSink& sink) {
+absl::Status VolumeBlobIo::Get(std::string_view fid, uint64_t offset, uint64_t length,
+                               const ByteSink& sink) {
   if (length == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(FileId id, FileId::Parse(fid));
   cluster::LookupVolumeRequest lr;
@@ -78,13 +81,16 @@ absl::Status VolumeBlobIo::Get(std::string_view fid, uint64_t offset, uint64_t l
     if (v.volume_id() != id.volume_id) continue;
     for (const auto& l : v.locations()) urls.push_back(UrlOf(l));
   }
-  if (urls.empty()) return PosixError(EIO, StrCat("volume ", id.volume_id, " of blob ", fid, " has no live server"));
+  if (urls.empty())
+    return PosixError(EIO,
+                      StrCat("volume ", id.volume_id, " of blob ", fid, " has no live server"));
   int failovers = 0;
   absl::Status s = ReadWithFailover(
       urls, offset, length,
       [&](const std::string& url, uint64_t off, uint64_t len, const ByteSink& piece_sink) {
         absl::Status r = client_->Read(url, fid, off, len, piece_sink);
-        if (!r.ok()) spdlog::warn("http: read of {} [{}, +{}) from {} failed: {}", fid, off, len, url, r);
+        if (!r.ok())
+          spdlog::warn("http: read of {} [{}, +{}) from {} failed: {}", fid, off, len, url, r);
         return r;
       },
       sink, &failovers);
@@ -93,8 +99,9 @@ absl::Status VolumeBlobIo::Get(std::string_view fid, uint64_t offset, uint64_t l
   return s;
 }
 
-absl::Status ReadWithFailover(const std::vector<std::string>& urls, uint64_t offset, uint64_t length,
-                              const RangeReader& read, const ByteSink& sink, int* failovers) {
+absl::Status ReadWithFailover(const std::vector<std::string>& urls, uint64_t offset,
+                              uint64_t length, const RangeReader& read, const ByteSink& sink,
+                              int* failovers) {
   uint64_t done = 0;  // bytes the sink took
   absl::Status sink_error;
   absl::Status last = PosixError(EIO, "blob has no replica to read from");
@@ -107,7 +114,8 @@ absl::Status ReadWithFailover(const std::vector<std::string>& urls, uint64_t off
     });
     if (!sink_error.ok()) return sink_error;
     if (s.ok() && done == length) return s;
-    if (s.ok()) s = PosixError(EIO, StrCat("replica ", url, " sent ", length - done, " bytes too few"));
+    if (s.ok())
+      s = PosixError(EIO, StrCat("replica ", url, " sent ", length - done, " bytes too few"));
     ++*failovers;
     last = s;
   }
@@ -118,7 +126,8 @@ void VolumeBlobIo::Discard(const std::vector<std::string>& fids) {
   if (fids.empty()) return;
   auto results = cluster_->DeleteBlobs(fids);
   for (size_t i = 0; i < results.size() && i < fids.size(); ++i) {
-    if (!results[i].ok()) spdlog::warn("http: could not delete uncommitted blob {}: {}", fids[i], results[i]);
+    if (!results[i].ok())
+      spdlog::warn("http: could not delete uncommitted blob {}: {}", fids[i], results[i]);
   }
 }
 

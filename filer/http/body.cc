@@ -16,7 +16,8 @@ constexpr int kMaxSkippedParts = 64;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -26,7 +27,8 @@ std::string Param(std::string_view value, std::string_view key) {
   while (pos < value.size()) {
     size_t semi = value.find(';', pos);
     // A quoted value may hold ';': find the end of the quotes first.
-    std::string_view item = value.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
+    std::string_view item =
+        value.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
     size_t eq = item.find('=');
     if (eq != std::string_view::npos && http::EqualsIgnoreCase(Trim(item.substr(0, eq)), key)) {
       std::string_view v = Trim(value.substr(pos + eq + 1));
@@ -47,7 +49,9 @@ std::string Param(std::string_view value, std::string_view key) {
   return "";
 }
 
-absl::Status Malformed(std::string_view why) { return PosixError(EINVAL, StrCat("malformed multipart body: ", why)); }
+absl::Status Malformed(std::string_view why) {
+  return PosixError(EINVAL, StrCat("malformed multipart body: ", why));
+}
 
 }  // namespace
 
@@ -171,7 +175,8 @@ absl::StatusOr<bool> MultipartFileBody::ParsePartHeaders() {
     }
   }
   // A browser sends the full client path on some systems; only the last name counts.
-  if (size_t slash = filename_.find_last_of("/\\"); slash != std::string::npos) filename_.erase(0, slash + 1);
+  if (size_t slash = filename_.find_last_of("/\\"); slash != std::string::npos)
+    filename_.erase(0, slash + 1);
   return has_filename || name == "file";
 }
 

@@ -71,14 +71,17 @@ TEST_CASE("multipart: the file part streams out byte exact, however the body is 
 
 TEST_CASE("multipart: empty file, part named file without filename, no preamble CRLF") {
   {
-    StringBody in("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"e\"\r\n\r\n\r\n--b--\r\n");
+    StringBody in(
+        "--b\r\nContent-Disposition: form-data; name=\"file\"; "
+        "filename=\"e\"\r\n\r\n\r\n--b--\r\n");
     MultipartFileBody part(&in, "b");
     REQUIRE(part.Open().ok());
     CHECK(part.filename() == "e");
     CHECK(ReadAllOf(part).value() == "");
   }
   {
-    StringBody in("preamble\r\n--b\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nxyz\r\n--b--");
+    StringBody in(
+        "preamble\r\n--b\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nxyz\r\n--b--");
     MultipartFileBody part(&in, "b");
     REQUIRE(part.Open().ok());
     CHECK(part.filename().empty());
@@ -95,11 +98,14 @@ TEST_CASE("multipart: malformed bodies are EINVAL") {
   CHECK(open("") == EINVAL);
   CHECK(open("no delimiter at all") == EINVAL);
   CHECK(open("--b--\r\n") == EINVAL);  // no parts
-  CHECK(open("--b\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\nv\r\n--b--") == EINVAL);  // no file
-  CHECK(open("--b\r\nContent-Disposition: form-data; name=\"file\"") == EINVAL);  // cut in the headers
+  CHECK(open("--b\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\nv\r\n--b--") ==
+        EINVAL);  // no file
+  CHECK(open("--b\r\nContent-Disposition: form-data; name=\"file\"") ==
+        EINVAL);  // cut in the headers
   CHECK(open("--bXYZ") == EINVAL);
   // The body ends inside the file: reading fails rather than returning a short file.
-  StringBody in("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\npartial data");
+  StringBody in(
+      "--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\npartial data");
   MultipartFileBody part(&in, "b");
   REQUIRE(part.Open().ok());
   CHECK(ErrnoOf(ReadAllOf(part).status()) == EINVAL);

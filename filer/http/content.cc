@@ -70,7 +70,8 @@ absl::Status StreamContent(const GetChunksResponse& g, uint64_t offset, uint64_t
   if (offset >= size || length == 0) return absl::OkStatus();
   length = std::min(length, size - offset);
   const std::string& inl = g.inline_data();
-  auto intervals = ClipIntervals(ResolveVisibleIntervals(g.chunks(), size, inl.size()), offset, length);
+  auto intervals =
+      ClipIntervals(ResolveVisibleIntervals(g.chunks(), size, inl.size()), offset, length);
   static const std::string zeros(kPiece, '\0');
   for (const auto& iv : intervals) {
     switch (iv.source) {

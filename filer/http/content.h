@@ -32,8 +32,8 @@ absl::StatusOr<UploadedBlobs> UploadBlobs(std::string_view head, BodySource& bod
 // Delivers bytes [offset, offset + length) of the file g describes to sink (clipped to the
 // file size), in pieces of at most 64 KiB for holes and inline data and as the volume
 // server sends them for blobs.
-absl::Status StreamContent(const GetChunksResponse& g, uint64_t offset, uint64_t length,
-                           BlobIo& io, const ByteSink& sink);
+absl::Status StreamContent(const GetChunksResponse& g, uint64_t offset, uint64_t length, BlobIo& io,
+                           const ByteSink& sink);
 
 // A strong validator of the content: the same bytes committed the same way give the same
 // tag; any commit, truncate or inline write changes it. Quoted, ready for an ETag header.

@@ -18,13 +18,15 @@ namespace {
 class MemoryBlobIo : public BlobIo {
  public:
   absl::StatusOr<std::string> Put(std::string_view data) override {
-    if (fail_puts_after >= 0 && puts >= fail_puts_after) return PosixError(EIO, "injected upload failure");
+    if (fail_puts_after >= 0 && puts >= fail_puts_after)
+      return PosixError(EIO, "injected upload failure");
     ++puts;
     std::string fid = FileId{1, ++next_, 0x1234abcd}.ToString();
     blobs[fid] = std::string(data);
     return fid;
   }
-  absl::Status Get(std::string_view fid, uint64_t offset, uint64_t length, const ByteSink& sink) override {
+  absl::Status Get(std::string_view fid, uint64_t offset, uint64_t length,
+                   const ByteSink& sink) override {
     auto it = blobs.find(std::string(fid));
     if (it == blobs.end()) return PosixError(ENOENT, "no blob");
     REQUIRE(offset + length <= it->second.size());
@@ -60,7 +62,8 @@ std::string Pattern(size_t n, int seed) {
 }
 
 // A GetChunksResponse for a file of the given size from chunks (seqs in order) and inline.
-GetChunksResponse File(uint64_t size, const std::vector<Chunk>& chunks, std::string inline_data = "") {
+GetChunksResponse File(uint64_t size, const std::vector<Chunk>& chunks,
+                       std::string inline_data = "") {
   GetChunksResponse g;
   g.mutable_attr()->set_size(size);
   uint64_t seq = 1;
@@ -172,8 +175,14 @@ TEST_CASE("reads stream visible intervals: overlaps, holes, inline bottom layer,
   want += std::string(2000, '\0');
   CHECK(ReadRange(g, 0, 5000, io) == want);
   // Every range reads as the same slice of the whole, including ones past the end.
-  for (auto [off, len] : std::vector<std::pair<uint64_t, uint64_t>>{
-           {0, 1}, {999, 2}, {1000, 500}, {1499, 2}, {2999, 2}, {4990, 100}, {1234, 3333}, {6000, 5}}) {
+  for (auto [off, len] : std::vector<std::pair<uint64_t, uint64_t>>{{0, 1},
+                                                                    {999, 2},
+                                                                    {1000, 500},
+                                                                    {1499, 2},
+                                                                    {2999, 2},
+                                                                    {4990, 100},
+                                                                    {1234, 3333},
+                                                                    {6000, 5}}) {
     std::string expect = off >= want.size() ? "" : want.substr(off, len);
     CHECK(ReadRange(g, off, len, io) == expect);
   }
@@ -182,7 +191,8 @@ TEST_CASE("reads stream visible intervals: overlaps, holes, inline bottom layer,
   GetChunksResponse gi = File(300, {cb}, std::string(100, 'i'));
   gi.mutable_chunks(0)->set_offset(50);
   gi.mutable_chunks(0)->set_size(20);
-  std::string wi = std::string(50, 'i') + b.substr(250, 20) + std::string(30, 'i') + std::string(200, '\0');
+  std::string wi =
+      std::string(50, 'i') + b.substr(250, 20) + std::string(30, 'i') + std::string(200, '\0');
   CHECK(ReadRange(gi, 0, 300, io) == wi);
   CHECK(ReadRange(gi, 60, 50, io) == wi.substr(60, 50));
 }
@@ -190,7 +200,8 @@ TEST_CASE("reads stream visible intervals: overlaps, holes, inline bottom layer,
 TEST_CASE("a replica that fails part way is resumed on the next one, no byte twice") {
   std::string blob = Pattern(10000, 8);
   std::vector<std::string> asked;
-  auto read = [&](const std::string& url, uint64_t off, uint64_t len, const ByteSink& sink) -> absl::Status {
+  auto read = [&](const std::string& url, uint64_t off, uint64_t len,
+                  const ByteSink& sink) -> absl::Status {
     asked.push_back(StrCat(url, "@", off, "+", len));
     if (url == "dead") return absl::UnavailableError("connection refused");
     if (url == "flaky") {  // sends 1234 bytes, then drops
@@ -206,21 +217,25 @@ TEST_CASE("a replica that fails part way is resumed on the next one, no byte twi
     return absl::OkStatus();
   };
   int failovers = 0;
-  REQUIRE(ReadWithFailover({"dead", "flaky", "short", "good"}, 100, 5000, read, sink, &failovers).ok());
+  REQUIRE(
+      ReadWithFailover({"dead", "flaky", "short", "good"}, 100, 5000, read, sink, &failovers).ok());
   CHECK(got == blob.substr(100, 5000));
   CHECK(failovers == 3);
-  CHECK(asked == std::vector<std::string>{"dead@100+5000", "flaky@100+5000", "short@1334+3766", "good@1344+3756"});
+  CHECK(asked == std::vector<std::string>{"dead@100+5000", "flaky@100+5000", "short@1334+3766",
+                                          "good@1344+3756"});
 
   got.clear();
   failovers = 0;
-  CHECK(ReadWithFailover({"dead", "flaky"}, 0, 5000, read, sink, &failovers).code() == absl::StatusCode::kUnavailable);
+  CHECK(ReadWithFailover({"dead", "flaky"}, 0, 5000, read, sink, &failovers).code() ==
+        absl::StatusCode::kUnavailable);
   CHECK(failovers == 2);
   CHECK(ReadWithFailover({}, 0, 1, read, sink, &failovers).code() != absl::StatusCode::kOk);
 
   // A sink error (the client went away) stops at once.
   auto bad_sink = [](std::string_view) { return absl::DataLossError("client gone"); };
   asked.clear();
-  CHECK(ReadWithFailover({"good", "good"}, 0, 10, read, bad_sink, &failovers).code() == absl::StatusCode::kDataLoss);
+  CHECK(ReadWithFailover({"good", "good"}, 0, 10, read, bad_sink, &failovers).code() ==
+        absl::StatusCode::kDataLoss);
   CHECK(asked.size() == 1);
 }
 

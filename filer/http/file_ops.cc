@@ -25,7 +25,8 @@ absl::Status RootError(std::string_view what) {
 FileOps::FileOps(FilerService* fs, BlobIo* io, Options options)
     : fs_(fs), io_(io), opts_(options), uid_(getuid()), gid_(getgid()) {}
 
-CreateArgs FileOps::Entry(uint64_t parent, std::string_view name, uint32_t mode, bool exclusive) const {
+CreateArgs FileOps::Entry(uint64_t parent, std::string_view name, uint32_t mode,
+                          bool exclusive) const {
   CreateArgs a;
   a.parent = parent;
   a.name = std::string(name);
@@ -39,7 +40,8 @@ CreateArgs FileOps::Entry(uint64_t parent, std::string_view name, uint32_t mode,
 absl::StatusOr<Attr> FileOps::ResolveDir(std::string_view path) {
   auto a = fs_->ResolvePath(path);
   if (!a.ok()) {
-    if (ErrnoOf(a.status()) == ENOENT) return PosixError(ENOENT, StrCat("no such directory: ", path));
+    if (ErrnoOf(a.status()) == ENOENT)
+      return PosixError(ENOENT, StrCat("no such directory: ", path));
     return a.status();
   }
   if (!IsDir(*a)) return PosixError(ENOTDIR, StrCat("not a directory: ", path));
@@ -64,7 +66,8 @@ absl::StatusOr<Attr> FileOps::MkdirAll(std::string_view path, uint32_t mode) {
     auto next = fs_->Lookup(cur.ino(), comp);
     if (!next.ok() && ErrnoOf(next.status()) == ENOENT) {
       next = fs_->Create(Entry(cur.ino(), comp, S_IFDIR | (mode & 07777), false));
-      if (!next.ok() && ErrnoOf(next.status()) == EEXIST) next = fs_->Lookup(cur.ino(), comp);  // raced
+      if (!next.ok() && ErrnoOf(next.status()) == EEXIST)
+        next = fs_->Lookup(cur.ino(), comp);  // raced
     }
     if (!next.ok()) return next.status();
     if (!IsDir(*next)) {
@@ -89,12 +92,14 @@ absl::StatusOr<Attr> FileOps::CreateFile(const CleanPath& p, bool exclusive) {
 
 absl::StatusOr<Attr> FileOps::OpenForWrite(const CleanPath& p, const FileWrite& w, bool* created) {
   *created = false;
-  if (p.is_root() || p.trailing_slash) return PosixError(EISDIR, StrCat("is a directory: ", p.path));
+  if (p.is_root() || p.trailing_slash)
+    return PosixError(EISDIR, StrCat("is a directory: ", p.path));
   auto existing = fs_->ResolvePath(p.path);
   if (existing.ok()) {
     if (IsDir(*existing)) return PosixError(EISDIR, StrCat("is a directory: ", p.path));
     if (w.exclusive) return PosixError(EEXIST, StrCat("file exists: ", p.path));
-    if (!S_ISREG(existing->mode())) return PosixError(EINVAL, StrCat("not a regular file: ", p.path));
+    if (!S_ISREG(existing->mode()))
+      return PosixError(EINVAL, StrCat("not a regular file: ", p.path));
     return existing;
   }
   if (ErrnoOf(existing.status()) != ENOENT) return existing.status();
@@ -105,12 +110,14 @@ absl::StatusOr<Attr> FileOps::OpenForWrite(const CleanPath& p, const FileWrite& 
   } else {
     ASSIGN_OR_RETURN(parent, ResolveDir(p.dir()));
   }
-  ASSIGN_OR_RETURN(Attr f, fs_->Create(Entry(parent.ino(), p.name(), S_IFREG | opts_.file_mode, w.exclusive)));
+  ASSIGN_OR_RETURN(
+      Attr f, fs_->Create(Entry(parent.ino(), p.name(), S_IFREG | opts_.file_mode, w.exclusive)));
   *created = true;
   return f;
 }
 
-absl::StatusOr<FileWriteResult> FileOps::Write(const CleanPath& p, BodySource& body, const FileWrite& w) {
+absl::StatusOr<FileWriteResult> FileOps::Write(const CleanPath& p, BodySource& body,
+                                               const FileWrite& w) {
   bool created = false;
   ASSIGN_OR_RETURN(Attr file, OpenForWrite(p, w, &created));
   auto r = WriteBody(file, body, w);
@@ -126,7 +133,8 @@ absl::StatusOr<FileWriteResult> FileOps::Write(const CleanPath& p, BodySource& b
   return r;
 }
 
-absl::StatusOr<FileWriteResult> FileOps::WriteBody(const Attr& file, BodySource& body, const FileWrite& w) {
+absl::StatusOr<FileWriteResult> FileOps::WriteBody(const Attr& file, BodySource& body,
+                                                   const FileWrite& w) {
   const uint64_t ino = file.ino();
   const bool replace = w.mode == FileWrite::Mode::kReplace;
   const uint64_t base = w.mode == FileWrite::Mode::kAppend ? file.size() : w.offset;
@@ -159,7 +167,8 @@ absl::StatusOr<FileWriteResult> FileOps::WriteBody(const Attr& file, BodySource&
       return out;
     }
   }
-  ASSIGN_OR_RETURN(UploadedBlobs up, UploadBlobs(head, body, base, opts_.blob_size, w.size_hint, *io_));
+  ASSIGN_OR_RETURN(UploadedBlobs up,
+                   UploadBlobs(head, body, base, opts_.blob_size, w.size_hint, *io_));
   CommitChunksRequest req;
   req.set_ino(ino);
   for (auto& c : up.chunks) *req.add_chunks() = c;

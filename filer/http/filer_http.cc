@@ -6,8 +6,8 @@
 namespace kelp::filer {
 
 bool IsFilerOwnPath(std::string_view path) {
-  return path == "/status" || path == "/metrics" || path == "/dir/assign" || path == "/dir/lookup" ||
-         path == "/dir/status" || path == "/cluster/status";
+  return path == "/status" || path == "/metrics" || path == "/dir/assign" ||
+         path == "/dir/lookup" || path == "/dir/status" || path == "/cluster/status";
 }
 
 FilerHttpApi::FilerHttpApi(FilerService* core, ClusterApi* cluster, FilerHttpOptions options)

@@ -58,12 +58,28 @@ void AppendJsonString(std::string* out, std::string_view s) {
       continue;
     }
     switch (c) {
-      case '"': out->append("\\\""); ++i; continue;
-      case '\\': out->append("\\\\"); ++i; continue;
-      case '\n': out->append("\\n"); ++i; continue;
-      case '\r': out->append("\\r"); ++i; continue;
-      case '\t': out->append("\\t"); ++i; continue;
-      default: break;
+      case '"':
+        out->append("\\\"");
+        ++i;
+        continue;
+      case '\\':
+        out->append("\\\\");
+        ++i;
+        continue;
+      case '\n':
+        out->append("\\n");
+        ++i;
+        continue;
+      case '\r':
+        out->append("\\r");
+        ++i;
+        continue;
+      case '\t':
+        out->append("\\t");
+        ++i;
+        continue;
+      default:
+        break;
     }
     if (c < 0x20) {
       char buf[8];
@@ -92,18 +108,31 @@ std::string JsonString(std::string_view s) {
 
 uint32_t GoFileMode(uint32_t m) {
   // Bits of Go's io/fs.FileMode.
-  constexpr uint32_t kDir = 1u << 31, kSymlink = 1u << 27, kDevice = 1u << 26, kNamedPipe = 1u << 25,
-                     kSocket = 1u << 24, kSetuid = 1u << 23, kSetgid = 1u << 22, kCharDevice = 1u << 21,
-                     kSticky = 1u << 20;
+  constexpr uint32_t kDir = 1u << 31, kSymlink = 1u << 27, kDevice = 1u << 26,
+                     kNamedPipe = 1u << 25, kSocket = 1u << 24, kSetuid = 1u << 23,
+                     kSetgid = 1u << 22, kCharDevice = 1u << 21, kSticky = 1u << 20;
   uint32_t out = m & 0777;
   switch (m & S_IFMT) {
-    case S_IFDIR: out |= kDir; break;
-    case S_IFLNK: out |= kSymlink; break;
-    case S_IFIFO: out |= kNamedPipe; break;
-    case S_IFSOCK: out |= kSocket; break;
-    case S_IFCHR: out |= kDevice | kCharDevice; break;
-    case S_IFBLK: out |= kDevice; break;
-    default: break;
+    case S_IFDIR:
+      out |= kDir;
+      break;
+    case S_IFLNK:
+      out |= kSymlink;
+      break;
+    case S_IFIFO:
+      out |= kNamedPipe;
+      break;
+    case S_IFSOCK:
+      out |= kSocket;
+      break;
+    case S_IFCHR:
+      out |= kDevice | kCharDevice;
+      break;
+    case S_IFBLK:
+      out |= kDevice;
+      break;
+    default:
+      break;
   }
   if (m & S_ISUID) out |= kSetuid;
   if (m & S_ISGID) out |= kSetgid;
@@ -135,8 +164,9 @@ std::string Rfc3339Nano(int64_t unix_ns) {
   int64_t month = mp < 10 ? mp + 3 : mp - 9;
   int64_t year = yoe + era * 400 + (month <= 2 ? 1 : 0);
   char buf[40];
-  int n = snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld", static_cast<long long>(year),
-                   static_cast<long long>(month), static_cast<long long>(day), static_cast<long long>(rem / 3600),
+  int n = snprintf(buf, sizeof buf, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld",
+                   static_cast<long long>(year), static_cast<long long>(month),
+                   static_cast<long long>(day), static_cast<long long>(rem / 3600),
                    static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60));
   std::string out(buf, n);
   if (frac != 0) {
@@ -180,24 +210,42 @@ std::string_view MimeByExtension(std::string_view name) {
     const char* ext;
     const char* mime;
   } kTypes[] = {
-      {"html", "text/html; charset=utf-8"}, {"htm", "text/html; charset=utf-8"},
-      {"txt", "text/plain; charset=utf-8"}, {"log", "text/plain; charset=utf-8"},
-      {"md", "text/markdown; charset=utf-8"}, {"css", "text/css; charset=utf-8"},
-      {"csv", "text/csv; charset=utf-8"}, {"js", "text/javascript; charset=utf-8"},
-      {"mjs", "text/javascript; charset=utf-8"}, {"json", "application/json"},
-      {"xml", "text/xml; charset=utf-8"}, {"pdf", "application/pdf"},
-      {"zip", "application/zip"}, {"gz", "application/gzip"},
-      {"tgz", "application/gzip"}, {"tar", "application/x-tar"},
-      {"bz2", "application/x-bzip2"}, {"xz", "application/x-xz"},
-      {"zst", "application/zstd"}, {"wasm", "application/wasm"},
-      {"png", "image/png"}, {"jpg", "image/jpeg"},
-      {"jpeg", "image/jpeg"}, {"gif", "image/gif"},
-      {"webp", "image/webp"}, {"svg", "image/svg+xml"},
-      {"ico", "image/x-icon"}, {"avif", "image/avif"},
-      {"mp4", "video/mp4"}, {"webm", "video/webm"},
-      {"mp3", "audio/mpeg"}, {"ogg", "audio/ogg"},
-      {"wav", "audio/wav"}, {"woff", "font/woff"},
-      {"woff2", "font/woff2"}, {"ttf", "font/ttf"},
+      {"html", "text/html; charset=utf-8"},
+      {"htm", "text/html; charset=utf-8"},
+      {"txt", "text/plain; charset=utf-8"},
+      {"log", "text/plain; charset=utf-8"},
+      {"md", "text/markdown; charset=utf-8"},
+      {"css", "text/css; charset=utf-8"},
+      {"csv", "text/csv; charset=utf-8"},
+      {"js", "text/javascript; charset=utf-8"},
+      {"mjs", "text/javascript; charset=utf-8"},
+      {"json", "application/json"},
+      {"xml", "text/xml; charset=utf-8"},
+      {"pdf", "application/pdf"},
+      {"zip", "application/zip"},
+      {"gz", "application/gzip"},
+      {"tgz", "application/gzip"},
+      {"tar", "application/x-tar"},
+      {"bz2", "application/x-bzip2"},
+      {"xz", "application/x-xz"},
+      {"zst", "application/zstd"},
+      {"wasm", "application/wasm"},
+      {"png", "image/png"},
+      {"jpg", "image/jpeg"},
+      {"jpeg", "image/jpeg"},
+      {"gif", "image/gif"},
+      {"webp", "image/webp"},
+      {"svg", "image/svg+xml"},
+      {"ico", "image/x-icon"},
+      {"avif", "image/avif"},
+      {"mp4", "video/mp4"},
+      {"webm", "video/webm"},
+      {"mp3", "audio/mpeg"},
+      {"ogg", "audio/ogg"},
+      {"wav", "audio/wav"},
+      {"woff", "font/woff"},
+      {"woff2", "font/woff2"},
+      {"ttf", "font/ttf"},
   };
   for (const auto& t : kTypes) {
     if (ext == t.ext) return t.mime;

@@ -28,7 +28,8 @@ CleanPath CleanPath::Child(std::string_view child) const {
 absl::StatusOr<CleanPath> CleanHttpPath(std::string_view raw) {
   if (raw.empty()) return PosixError(EINVAL, "path is required");
   if (raw.front() != '/') return PosixError(EINVAL, "path must be absolute (start with '/')");
-  if (raw.find('\0') != std::string_view::npos) return PosixError(EINVAL, "path contains a NUL byte");
+  if (raw.find('\0') != std::string_view::npos)
+    return PosixError(EINVAL, "path contains a NUL byte");
   if (raw.size() > kMaxHttpPathLen) {
     return PosixError(ENAMETOOLONG, StrCat("path longer than ", kMaxHttpPathLen, " bytes"));
   }

@@ -46,12 +46,14 @@ void AppendEntry(std::string* out, std::string_view dir_path, const DirEntry& e)
   const Attr& a = e.attr();
   out->append("{\"FullPath\":");
   AppendJsonString(out, dir_path == "/" ? StrCat("/", e.name()) : StrCat(dir_path, "/", e.name()));
-  StrAppend(out, ",\"Mtime\":\"", Rfc3339Nano(a.mtime_ns()), "\",\"Crtime\":\"", Rfc3339Nano(a.crtime_ns()),
-            "\",\"Mode\":", GoFileMode(a.mode()), ",\"Uid\":", a.uid(), ",\"Gid\":", a.gid(),
+  StrAppend(out, ",\"Mtime\":\"", Rfc3339Nano(a.mtime_ns()), "\",\"Crtime\":\"",
+            Rfc3339Nano(a.crtime_ns()), "\",\"Mode\":", GoFileMode(a.mode()), ",\"Uid\":", a.uid(),
+            ",\"Gid\":", a.gid(),
             ",\"Mime\":\"\",\"TtlSec\":0,\"UserName\":\"\",\"GroupNames\":null,\"SymlinkTarget\":");
   AppendJsonString(out, a.symlink_target());
-  StrAppend(out, ",\"Md5\":null,\"FileSize\":", S_ISDIR(a.mode()) ? 0 : a.size(), ",\"Rdev\":", a.rdev(),
-            ",\"Inode\":", a.ino(), ",\"Extended\":null,\"HardLinkId\":null,\"HardLinkCounter\":",
+  StrAppend(out, ",\"Md5\":null,\"FileSize\":", S_ISDIR(a.mode()) ? 0 : a.size(),
+            ",\"Rdev\":", a.rdev(), ",\"Inode\":", a.ino(),
+            ",\"Extended\":null,\"HardLinkId\":null,\"HardLinkCounter\":",
             S_ISDIR(a.mode()) ? 0 : a.nlink(), ",\"Content\":null,\"Remote\":null,\"Quota\":0}");
 }
 
@@ -73,8 +75,9 @@ bool SeaweedRoutes::RunInline(const http::Request& req) const {
   }
   if (IsWrite(req)) {
     // A small whole-file write is a few store writes, no volume server.
-    return req.content_length() >= 0 && req.content_length() <= kMaxInlineSize && !p->trailing_slash &&
-           req.raw_query().empty() && MultipartBoundary(req.header("Content-Type")).empty();
+    return req.content_length() >= 0 && req.content_length() <= kMaxInlineSize &&
+           !p->trailing_slash && req.raw_query().empty() &&
+           MultipartBoundary(req.header("Content-Type")).empty();
   }
   if (req.method() == "DELETE") return req.raw_query().empty();  // no tree walk
   return false;
@@ -101,8 +104,10 @@ void SeaweedRoutes::Get(http::Request& req, http::ResponseWriter& w, const Clean
     auto a = fs->ResolvePath(p.path);
     if (!a.ok()) return w.SendStatus(a.status());
     if (S_ISDIR(a->mode())) return List(req, w, p, *a);
-    if (p.trailing_slash) return w.SendStatus(PosixError(ENOTDIR, StrCat("not a directory: ", p.path)));
-    if (!S_ISREG(a->mode())) return w.SendStatus(PosixError(EINVAL, StrCat("not a regular file: ", p.path)));
+    if (p.trailing_slash)
+      return w.SendStatus(PosixError(ENOTDIR, StrCat("not a directory: ", p.path)));
+    if (!S_ISREG(a->mode()))
+      return w.SendStatus(PosixError(EINVAL, StrCat("not a regular file: ", p.path)));
     auto c = fs->GetChunks(a->ino());
     if (!c.ok()) return w.SendStatus(c.status());
     g = std::move(*c);
@@ -120,8 +125,9 @@ void SeaweedRoutes::Get(http::Request& req, http::ResponseWriter& w, const Clean
   }
   auto stored = fs->GetXattr(attr.ino(), kMimeXattr);
   std::string_view by_ext = MimeByExtension(p.name());
-  h.Set("Content-Type", stored.ok() ? std::string_view(*stored)
-                                    : (by_ext.empty() ? std::string_view("application/octet-stream") : by_ext));
+  h.Set("Content-Type",
+        stored.ok() ? std::string_view(*stored)
+                    : (by_ext.empty() ? std::string_view("application/octet-stream") : by_ext));
 
   std::string_view range_header = req.header("Range");
   std::string_view if_range = req.header("If-Range");
@@ -137,17 +143,20 @@ void SeaweedRoutes::Get(http::Request& req, http::ResponseWriter& w, const Clean
     case http::RangeRequest::Kind::kMalformed: {
       http::Headers eh;
       eh.Set("Content-Range", StrCat("bytes */", size));
-      std::string why = r.kind == http::RangeRequest::Kind::kMalformed ? "malformed Range header"
-                                                                 : StrCat("range not satisfiable for size ", size);
+      std::string why = r.kind == http::RangeRequest::Kind::kMalformed
+                            ? "malformed Range header"
+                            : StrCat("range not satisfiable for size ", size);
       return w.SendJson(416, StrCat("{\"error\":", JsonString(why), "}\n"), eh);
     }
   }
 }
 
-void SeaweedRoutes::List(http::Request& req, http::ResponseWriter& w, const CleanPath& p, const Attr& dir) {
+void SeaweedRoutes::List(http::Request& req, http::ResponseWriter& w, const CleanPath& p,
+                         const Attr& dir) {
   size_t limit = opts_.default_list_limit;
   if (auto l = req.query("limit"); l && !l->empty()) {
-    if (!ParseInt(*l, &limit) || limit == 0) return w.SendError(400, "limit must be a positive integer");
+    if (!ParseInt(*l, &limit) || limit == 0)
+      return w.SendError(400, "limit must be a positive integer");
   }
   std::string after = req.query("lastFileName").value_or("");
   if (after.find('/') != std::string::npos || after.find('\0') != std::string::npos) {
@@ -205,7 +214,8 @@ void SeaweedRoutes::Write(http::Request& req, http::ResponseWriter& w, CleanPath
   if (boundary.empty()) {
     if (p.trailing_slash || p.is_root()) {
       if (req.content_length() != 0) {
-        return w.SendError(400, "a directory path takes no body (or a multipart body with a filename)");
+        return w.SendError(400,
+                           "a directory path takes no body (or a multipart body with a filename)");
       }
       auto d = ops_->MkdirAll(p.path, 0755);
       if (!d.ok()) return w.SendStatus(d.status());
@@ -214,12 +224,14 @@ void SeaweedRoutes::Write(http::Request& req, http::ResponseWriter& w, CleanPath
     fw.mime = MimeToKeep(req.header("Content-Type"));
     auto r = ops_->Write(p, raw, fw);
     if (!r.ok()) return w.SendStatus(r.status());
-    return w.SendJson(201, StrCat("{\"name\":", JsonString(p.name()), ",\"size\":", r->written, "}\n"));
+    return w.SendJson(201,
+                      StrCat("{\"name\":", JsonString(p.name()), ",\"size\":", r->written, "}\n"));
   }
   MultipartFileBody part(&raw, boundary);
   if (absl::Status s = part.Open(); !s.ok()) return w.SendStatus(s);
   if (p.trailing_slash || p.is_root()) {
-    if (part.filename().empty()) return w.SendError(400, "the file part has no filename to name the file by");
+    if (part.filename().empty())
+      return w.SendError(400, "the file part has no filename to name the file by");
     auto named = CleanHttpPath(p.Child(part.filename()).path);
     if (!named.ok()) return w.SendStatus(named.status());
     p = std::move(*named);
@@ -231,7 +243,8 @@ void SeaweedRoutes::Write(http::Request& req, http::ResponseWriter& w, CleanPath
   w.SendJson(201, StrCat("{\"name\":", JsonString(p.name()), ",\"size\":", r->written, "}\n"));
 }
 
-void SeaweedRoutes::Move(http::Request& req, http::ResponseWriter& w, const CleanPath& to, const std::string& from) {
+void SeaweedRoutes::Move(http::Request& req, http::ResponseWriter& w, const CleanPath& to,
+                         const std::string& from) {
   auto src = CleanHttpPath(from);
   if (!src.ok()) return w.SendStatus(src.status());
   CleanPath dst = to;

@@ -36,7 +36,8 @@ class SeaweedRoutes {
   void Get(http::Request& req, http::ResponseWriter& w, const CleanPath& p);
   void List(http::Request& req, http::ResponseWriter& w, const CleanPath& p, const Attr& dir);
   void Write(http::Request& req, http::ResponseWriter& w, CleanPath p);
-  void Move(http::Request& req, http::ResponseWriter& w, const CleanPath& to, const std::string& from);
+  void Move(http::Request& req, http::ResponseWriter& w, const CleanPath& to,
+            const std::string& from);
   void Delete(http::Request& req, http::ResponseWriter& w, const CleanPath& p);
 
   FileOps* const ops_;

@@ -18,8 +18,9 @@ thread_local Probe probe;
 
 }  // namespace
 
-void ServeFileBytes(http::ResponseWriter& w, bool head_only, int status, const http::Headers& headers,
-                    const GetChunksResponse& g, uint64_t offset, uint64_t length, BlobIo& io) {
+void ServeFileBytes(http::ResponseWriter& w, bool head_only, int status,
+                    const http::Headers& headers, const GetChunksResponse& g, uint64_t offset,
+                    uint64_t length, BlobIo& io) {
   if (head_only) {
     (void)w.WriteHead(status, headers, static_cast<int64_t>(length));
     return;
@@ -30,10 +31,11 @@ void ServeFileBytes(http::ResponseWriter& w, bool head_only, int status, const h
     return;
   }
   if (!w.WriteHead(status, headers, static_cast<int64_t>(length)).ok()) return;
-  absl::Status s = StreamContent(g, offset, length, io, [&](std::string_view piece) { return w.Write(piece); });
+  absl::Status s =
+      StreamContent(g, offset, length, io, [&](std::string_view piece) { return w.Write(piece); });
   if (!s.ok()) {
-    spdlog::warn("http: read of inode {} [{}, +{}) failed after the head was sent: {}", g.attr().ino(), offset,
-                 length, s);
+    spdlog::warn("http: read of inode {} [{}, +{}) failed after the head was sent: {}",
+                 g.attr().ino(), offset, length, s);
     w.CloseAfter();
   }
 }

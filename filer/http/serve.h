@@ -24,14 +24,16 @@ namespace kelp::filer {
 // only. Content that is all inline is sent in one piece. An error before the head is
 // answered with its HTTP status; after it, the connection is closed so the client sees a
 // short body rather than a wrong one.
-void ServeFileBytes(http::ResponseWriter& w, bool head_only, int status, const http::Headers& headers,
-                    const GetChunksResponse& g, uint64_t offset, uint64_t length, BlobIo& io);
+void ServeFileBytes(http::ResponseWriter& w, bool head_only, int status,
+                    const http::Headers& headers, const GetChunksResponse& g, uint64_t offset,
+                    uint64_t length, BlobIo& io);
 
 // A JSON response built piece by piece. Until flush_at bytes have gathered nothing is sent;
 // a body that stays under it goes out with Content-Length, a bigger one chunked.
 class JsonStream {
  public:
-  explicit JsonStream(http::ResponseWriter& w, size_t flush_at = 64 << 10) : w_(w), flush_at_(flush_at) {}
+  explicit JsonStream(http::ResponseWriter& w, size_t flush_at = 64 << 10)
+      : w_(w), flush_at_(flush_at) {}
   std::string& buf() { return buf_; }
   // Sends what has gathered if it is over the threshold.
   absl::Status MaybeFlush();

@@ -15,7 +15,8 @@ bool ParseU64(std::string_view s, uint64_t* out) {
 }
 
 std::string_view Unquote(std::string_view tag) {
-  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') return tag.substr(1, tag.size() - 2);
+  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"')
+    return tag.substr(1, tag.size() - 2);
   return tag;
 }
 
