@@ -491,3 +491,35 @@ TEST_CASE("kelp server answers the quickstart's curl http://127.0.0.1:PORT/hello
   CHECK(client.Get(addr, "/big")->body == big);
   CHECK((*p)->Stop() == 0);
 }
+
+TEST_CASE("seaweed: multipart uploads, append, mv.from; agfs: truncate, symlink, unsupported") {
+  std::string part = RandomBytes(5000, 51);
+  std::string body =
+      StrCat("--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"up.bin\"\r\n",
+             "Content-Type: application/x-thing\r\n\r\n", part, "\r\n--XyZ--\r\n");
+  http::Headers mp;
+  mp.Set("Content-Type", "multipart/form-data; boundary=XyZ");
+  auto up = C().Do("POST", "/mp/", body, mp);
+  CHECK(up.status == 201);
+  CHECK(Json(up)["name"] == "up.bin");
+  auto g = C().Get("/mp/up.bin");
+  CHECK(g.body == part);
+  CHECK(g.headers.Get("Content-Type") == "application/x-thing");
+
+  REQUIRE(C().Do("PUT", "/mp/log", "one,").status == 201);
+  REQUIRE(C().Do("POST", "/mp/log?op=append", "two").status == 201);
+  CHECK(C().Get("/mp/log").body == "one,two");
+
+  CHECK(C().Do("POST", "/mp/moved?mv.from=/mp/log").status == 204);
+  CHECK(C().Get("/mp/moved").body == "one,two");
+  CHECK(C().Get("/mp/log").status == 404);
+
+  REQUIRE(C().Do("POST", "/api/v1/truncate?path=/mp/moved&size=3").status == 200);
+  CHECK(C().Get("/mp/moved").body == "one");
+  CHECK(C().Do("POST", "/api/v1/truncate?path=/mp/moved").status == 400);
+  CHECK(C().Do("POST", "/api/v1/symlink?path=/mp/link", R"({"target":"/mp/moved"})").status == 201);
+  auto rl = C().Get("/api/v1/readlink?path=/mp/link");
+  CHECK(rl.status == 200);
+  CHECK(Json(rl)["target"] == "/mp/moved");
+  CHECK(C().Do("POST", "/api/v1/grep", R"({"path":"/mp","pattern":"x"})").status == 501);
+}
