@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "cmd/commands.h"
+#include "filer/filer_main.h"
 #include "filer/server/filer_server.h"
 #include "shared/flags.h"
 #include "shared/log.h"
@@ -28,6 +29,7 @@ int ServerMain(int argc, char** argv) {
   flags.Add("filer.port", &f.port, "filer HTTP port");
   flags.Add("filer.port.grpc", &f.grpc_port, "filer gRPC port (0 = filer.port + 10000)");
   flags.Add("filer.defaultReplication", &f.default_replication, "replication \"xyz\" for writes that name none");
+  AddFilerHttpFlags(flags, f, "filer.");
   flags.Add("volume.port", &v.port, "volume server HTTP port");
   flags.Add("volume.port.grpc", &v.grpc_port, "volume server gRPC port (0 = volume.port + 10000)");
   flags.Add("volume.max", &v.max_volumes, "most volumes the volume server holds");

@@ -16,6 +16,16 @@ void AddFilerFlags(FlagSet& flags, filer::FilerServerOptions& o, const std::stri
   flags.Add(prefix + "defaultReplication", &o.default_replication, "replication \"xyz\" for writes that name none");
   flags.Add(prefix + "pulseMs", &o.pulse_ms, "heartbeat interval asked of volume servers, in ms");
   flags.Add(prefix + "volumeGrowthCount", &o.growth_count, "volumes allocated when a layout runs out (0 = by copies)");
+  AddFilerHttpFlags(flags, o, prefix);
+}
+
+void AddFilerHttpFlags(FlagSet& flags, filer::FilerServerOptions& o, const std::string& prefix) {
+  flags.Add(prefix + "maxMB", &o.http.max_mb, "files written over HTTP are split into blobs of at most this many MiB");
+  flags.Add(prefix + "dirListLimit", &o.http.list_limit, "entries an HTTP directory listing returns without ?limit=");
+  flags.Add(prefix + "http.inline", &o.http.inline_small,
+            "answer HTTP requests that only touch the filer's store (stat, small inline files) on the event loop");
+  flags.Add(prefix + "http.workers", &o.http_workers,
+            "HTTP worker threads (requests that stream bodies or call volume servers, at once)");
 }
 
 int FilerMain(int argc, char** argv) {

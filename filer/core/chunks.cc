@@ -92,6 +92,7 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChun
       ASSIGN_OR_RETURN(first, chunk_seq_.Next(n));
     }
     Mutation m(this, guard);
+    if (req.replace()) RETURN_IF_ERROR(DropContentLocked(m, rec));
     std::vector<Chunk> added;
     added.reserve(n);
     uint64_t end = req.min_size();
@@ -162,6 +163,23 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
   return absl::OkStatus();
 }
 
+absl::Status FilerService::DropContentLocked(Mutation& m, InodeRecord& rec) {
+  std::set<std::string> fids;
+  std::string prefix = keys::ChunkPrefix(rec.ino);
+  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  for (; it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
+    fids.insert(c.fid());
+    m.batch().Delete(it->key());
+  }
+  RETURN_IF_ERROR(it->status());
+  m.Collect(std::vector<std::string>(fids.begin(), fids.end()), rec.ino);
+  if (rec.inline_size > 0) m.batch().Delete(keys::InlineKey(rec.ino));
+  rec.chunk_count = rec.compacted_chunks = 0;
+  rec.inline_size = rec.size = 0;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view data,
                                                int64_t mtime_ns, bool sync) {
   if (data.size() > kMaxInlineSize) {
@@ -173,22 +191,8 @@ absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view da
     ASSIGN_OR_RETURN(InodeRecord rec, LoadInode(ino));
     RETURN_IF_ERROR(CheckRegular(rec));
     Mutation m(this, guard);
-    std::set<std::string> fids;
-    std::string prefix = keys::ChunkPrefix(ino);
-    auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
-    for (; it->Valid(); it->Next()) {
-      ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
-      fids.insert(c.fid());
-      m.batch().Delete(it->key());
-    }
-    RETURN_IF_ERROR(it->status());
-    m.Collect(std::vector<std::string>(fids.begin(), fids.end()), ino);
-    if (data.empty()) {
-      m.batch().Delete(keys::InlineKey(ino));
-    } else {
-      m.batch().Put(keys::InlineKey(ino), data);
-    }
-    rec.chunk_count = rec.compacted_chunks = 0;
+    RETURN_IF_ERROR(DropContentLocked(m, rec));
+    if (!data.empty()) m.batch().Put(keys::InlineKey(ino), data);
     rec.inline_size = rec.size = data.size();
     int64_t now = NowNs();
     rec.mtime_ns = mtime_ns != 0 ? mtime_ns : now;

@@ -188,6 +188,45 @@ TEST_CASE("write inline replaces the content and collects chunks") {
   h.RequireConsistent();
 }
 
+TEST_CASE("commit with replace drops the old content in the same batch") {
+  Harness h(KELP_BACKENDS);
+  uint64_t f = h.Mkfile(1, "f");
+  REQUIRE(h.fs->WriteInline(f, "old inline bytes", 0, false).ok());
+  CommitChunksRequest c;
+  c.set_ino(f);
+  *c.add_chunks() = MakeChunk(Fid(1), 0, 1000);
+  *c.add_chunks() = MakeChunk(Fid(2), 1000, 1000);
+  REQUIRE(h.fs->CommitChunks(c).ok());
+  CHECK(h.GcFids().empty());
+
+  // A shorter file replaces a longer one: the size shrinks to the new reach.
+  CommitChunksRequest r;
+  r.set_ino(f);
+  r.set_replace(true);
+  *r.add_chunks() = MakeChunk(Fid(3), 0, 300);
+  auto a = h.fs->CommitChunks(r);
+  REQUIRE(a.ok());
+  CHECK(a->attr().size() == 300);
+  auto g = h.fs->GetChunks(f);
+  REQUIRE(g.ok());
+  CHECK(g->inline_data().empty());
+  REQUIRE(g->chunks_size() == 1);
+  CHECK(g->chunks(0).fid() == Fid(3));
+  CHECK(h.GcFids() == std::vector<std::string>{Fid(1), Fid(2)});
+
+  // Replace with nothing but min_size: a file of zeros.
+  CommitChunksRequest z;
+  z.set_ino(f);
+  z.set_replace(true);
+  z.set_min_size(10);
+  auto b = h.fs->CommitChunks(z);
+  REQUIRE(b.ok());
+  CHECK(b->attr().size() == 10);
+  CHECK(View(*h.fs->GetChunks(f)) == std::vector<std::string>(10, "0"));
+  CHECK(h.GcFids() == std::vector<std::string>{Fid(1), Fid(2), Fid(3)});
+  h.RequireConsistent();
+}
+
 TEST_CASE("statfs and fsync") {
   Harness h(KELP_BACKENDS);
   h.Mkfile(1, "a");

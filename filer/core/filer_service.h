@@ -135,7 +135,8 @@ class FilerService {
   absl::StatusOr<GetChunksResponse> GetChunks(uint64_t ino);
   // Appends records with filer-assigned seqs (O(new chunks)); compacts the list when it has
   // grown past options.compact_min_chunks / twice its last compacted size. sync: the WAL is
-  // synced before returning.
+  // synced before returning. replace: the old content (chunks, inline data) is dropped in
+  // the same batch and the size becomes exactly the new chunks' reach (or min_size).
   absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req);
   // Replaces the content with data (at most kMaxInlineSize bytes), collecting every chunk.
   absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns,
@@ -198,6 +199,8 @@ class FilerService {
   absl::StatusOr<bool> IsWithin(uint64_t dir, uint64_t ancestor);
   Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
   absl::Status TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size);
+  // Drops every chunk record (blobs to GC) and the inline data; size becomes 0.
+  absl::Status DropContentLocked(Mutation& m, InodeRecord& rec);
   absl::Status MaybeCompactLocked(Mutation& m, InodeRecord& rec, const std::vector<Chunk>& added);
   absl::StatusOr<Attr> CreateNode(const CreateArgs& args, std::string_view symlink_target);
   // Unlink and Rmdir.

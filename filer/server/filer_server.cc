@@ -16,15 +16,20 @@ class FilerServer::HttpHandler : public http::Handler {
  public:
   explicit HttpHandler(FilerServer* server) : server_(server), cluster_(server->topology_.get()) {}
 
+  // The filer's own paths first (IsFilerOwnPath), then the file APIs.
   bool RunInline(const http::Request& req) const override {
     if (ClusterHttpRoutes::Owns(req)) return cluster_.RunInline(req);
-    return req.path() == "/metrics" || req.path() == "/status";
+    if (IsFilerOwnPath(req.path())) return true;
+    return server_->http_api_->RunInline(req);
   }
 
   void Handle(http::Request& req, http::ResponseWriter& w) override {
     if (ClusterHttpRoutes::Owns(req)) return cluster_.Serve(req, w);
-    if (http::ServeMetrics(req, w)) return;
-    if (req.path() == "/status") {
+    if (IsFilerOwnPath(req.path())) {
+      if (req.path() == "/metrics") {
+        if (!http::ServeMetrics(req, w)) w.SendError(405, "use GET");
+        return;
+      }
       nlohmann::json j{{"version", kVersion},
                        {"httpPort", server_->http_port()},
                        {"grpcPort", server_->grpc_port()},
@@ -36,7 +41,7 @@ class FilerServer::HttpHandler : public http::Handler {
       w.SendJson(200, j.dump(2) + "\n");
       return;
     }
-    w.SendError(404, StrCat("no such path: ", req.path()));
+    server_->http_api_->Handle(req, w);
   }
 
  private:
@@ -81,11 +86,13 @@ absl::Status FilerServer::Start() {
     return absl::UnavailableError(StrCat("cannot listen for gRPC on ", opts_.ip, ":", want_grpc));
   }
 
+  http_api_ = std::make_unique<FilerHttpApi>(core_.get(), topology_.get(), opts_.http);
   http_handler_ = std::make_unique<HttpHandler>(this);
   http::HttpServer::Options hopts;
   hopts.ip = opts_.ip;
   hopts.port = opts_.port;
   hopts.loop_threads = opts_.http_threads;
+  hopts.worker_threads = std::max(1, opts_.http_workers);
   hopts.name = "filer";
   http_ = std::make_unique<http::HttpServer>(hopts, http_handler_.get());
   RETURN_IF_ERROR(http_->Start());

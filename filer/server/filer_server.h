@@ -15,6 +15,7 @@
 #include "filer/cluster/topology.h"
 #include "filer/core/filer_service.h"
 #include "filer/grpc/filer_grpc_service.h"
+#include "filer/http/filer_http.h"
 #include "filer/store/kv_store.h"
 #include "shared/http/http_server.h"
 
@@ -39,6 +40,11 @@ struct FilerServerOptions {
   int growth_count = 0;
   // HTTP event-loop threads; 0 = number of cores.
   int http_threads = 0;
+  // HTTP worker threads: requests that stream bodies or call volume servers, at once.
+  // Default: 64.
+  int http_workers = 64;
+  // The HTTP file APIs' options (-maxMB...).
+  FilerHttpOptions http;
   // The namespace core's options (sessions, GC, event retention...).
   FilerOptions core;
 };
@@ -69,6 +75,7 @@ class FilerServer {
   std::unique_ptr<FilerGrpcService> filer_service_;
   std::unique_ptr<grpc::Server> grpc_;
   int grpc_port_ = 0;
+  std::unique_ptr<FilerHttpApi> http_api_;
   std::unique_ptr<HttpHandler> http_handler_;
   std::unique_ptr<http::HttpServer> http_;
   bool started_ = false;

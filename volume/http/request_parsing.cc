@@ -6,12 +6,6 @@
 namespace kelp::volume {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && http::EqualsIgnoreCase(s.substr(0, prefix.size()), prefix);
 }
@@ -47,52 +41,8 @@ absl::StatusOr<FileId> ParseFidPath(std::string_view path) {
   return id;
 }
 
-RangeKind ParseRange(std::string_view header, uint64_t size, ByteRange* out) {
-  header = Trim(header);
-  if (header.empty()) return RangeKind::kFull;
-  if (!StartsWithIgnoreCase(header, "bytes=")) return RangeKind::kUnsatisfiable;
-  std::string_view spec = Trim(header.substr(6));
-  if (spec.find(',') != std::string_view::npos)
-    return RangeKind::kFull;  // multi-range: send it all
-  size_t dash = spec.find('-');
-  if (dash == std::string_view::npos) return RangeKind::kUnsatisfiable;
-  std::string_view a = Trim(spec.substr(0, dash)), b = Trim(spec.substr(dash + 1));
-  uint64_t first = 0, last = 0;
-  if (a.empty()) {  // suffix: the last n bytes
-    if (!kelp::ParseInt(b, &last) || last == 0 || size == 0) return RangeKind::kUnsatisfiable;
-    out->length = std::min(last, size);
-    out->start = size - out->length;
-    return RangeKind::kPartial;
-  }
-  if (!kelp::ParseInt(a, &first) || first >= size) return RangeKind::kUnsatisfiable;
-  if (b.empty()) {
-    last = size - 1;
-  } else {
-    if (!kelp::ParseInt(b, &last) || last < first) return RangeKind::kUnsatisfiable;
-    last = std::min(last, size - 1);
-  }
-  out->start = first;
-  out->length = last - first + 1;
-  return RangeKind::kPartial;
-}
-
-bool EtagMatches(std::string_view if_none_match, std::string_view etag) {
-  std::string_view rest = if_none_match;
-  while (!rest.empty()) {
-    size_t comma = rest.find(',');
-    std::string_view item = Trim(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    if (item == "*") return true;
-    if (item.substr(0, 2) == "W/") item.remove_prefix(2);
-    if (item.size() >= 2 && item.front() == '"' && item.back() == '"')
-      item = item.substr(1, item.size() - 2);
-    if (item == etag) return true;
-  }
-  return false;
-}
-
 bool IsMultipart(std::string_view content_type) {
-  return StartsWithIgnoreCase(Trim(content_type), "multipart/form-data");
+  return StartsWithIgnoreCase(http::TrimOws(content_type), "multipart/form-data");
 }
 
 absl::StatusOr<MultipartFile> ParseMultipartFile(std::string_view content_type,
@@ -101,7 +51,7 @@ absl::StatusOr<MultipartFile> ParseMultipartFile(std::string_view content_type,
   std::string_view boundary;
   for (std::string_view rest = content_type; !rest.empty();) {
     size_t semi = rest.find(';');
-    std::string_view param = Trim(rest.substr(0, semi));
+    std::string_view param = http::TrimOws(rest.substr(0, semi));
     rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
     if (StartsWithIgnoreCase(param, "boundary=")) {
       boundary = param.substr(9);

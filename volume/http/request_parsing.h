@@ -1,5 +1,5 @@
-// Parsing of the pieces of a data-plane request: the file id in the path, the Range header,
-// If-None-Match, and a multipart/form-data upload. Pure functions: thread-safe.
+// Parsing of the pieces of a data-plane request: the file id in the path and a
+// multipart/form-data upload (Range and If-None-Match: shared/http/range.h). Pure functions: thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "shared/file_id.h"
+#include "shared/http/range.h"
 
 namespace kelp::volume {
 
@@ -14,22 +15,6 @@ namespace kelp::volume {
 // "/3/01637037d6/any-name.jpg" all name volume 3, key 0x01, cookie 0x637037d6.
 // InvalidArgument for anything else.
 absl::StatusOr<FileId> ParseFidPath(std::string_view path);
-
-struct ByteRange {
-  uint64_t start = 0;
-  uint64_t length = 0;
-};
-enum class RangeKind {
-  kFull,           // no Range header, or a multi-range request served whole
-  kPartial,        // one satisfiable range
-  kUnsatisfiable,  // beyond the end, or not a byte range we can parse: 416
-};
-// Interprets a Range header ("bytes=a-b", "bytes=a-", "bytes=-n") against a body of size bytes.
-RangeKind ParseRange(std::string_view header, uint64_t size, ByteRange* out);
-
-// Whether an If-None-Match header ("*", "\"etag\"", "W/\"etag\"", lists) matches etag
-// (given without quotes).
-bool EtagMatches(std::string_view if_none_match, std::string_view etag);
 
 struct MultipartFile {
   std::string_view filename;

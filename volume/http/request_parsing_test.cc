@@ -25,42 +25,6 @@ TEST_CASE("fid paths in all their spellings") {
   }
 }
 
-TEST_CASE("Range headers") {
-  ByteRange r;
-  CHECK(ParseRange("", 100, &r) == RangeKind::kFull);
-  REQUIRE(ParseRange("bytes=0-0", 100, &r) == RangeKind::kPartial);
-  CHECK((r.start == 0 && r.length == 1));
-  REQUIRE(ParseRange("bytes=10-19", 100, &r) == RangeKind::kPartial);
-  CHECK((r.start == 10 && r.length == 10));
-  REQUIRE(ParseRange("bytes=90-", 100, &r) == RangeKind::kPartial);
-  CHECK((r.start == 90 && r.length == 10));
-  REQUIRE(ParseRange("bytes=-30", 100, &r) == RangeKind::kPartial);
-  CHECK((r.start == 70 && r.length == 30));
-  REQUIRE(ParseRange("bytes=-300", 100, &r) == RangeKind::kPartial);
-  CHECK((r.start == 0 && r.length == 100));
-  REQUIRE(ParseRange("bytes=50-1000", 100, &r) == RangeKind::kPartial);
-  CHECK((r.start == 50 && r.length == 50));
-  REQUIRE(ParseRange("Bytes=1-2", 100, &r) == RangeKind::kPartial);
-  CHECK(ParseRange("bytes=0-1,3-4", 100, &r) == RangeKind::kFull);
-  for (std::string bad :
-       {"bytes=100-", "bytes=100-200", "bytes=5-4", "bytes=-0", "bytes=", "bytes=-", "bytes=a-b",
-        "items=1-2", "bytes=1", "bytes=18446744073709551616-"}) {
-    INFO(bad);
-    CHECK(ParseRange(bad, 100, &r) == RangeKind::kUnsatisfiable);
-  }
-  CHECK(ParseRange("bytes=0-", 0, &r) == RangeKind::kUnsatisfiable);
-  CHECK(ParseRange("bytes=-1", 0, &r) == RangeKind::kUnsatisfiable);
-}
-
-TEST_CASE("If-None-Match") {
-  CHECK(EtagMatches("\"abc\"", "abc"));
-  CHECK(EtagMatches("W/\"abc\"", "abc"));
-  CHECK(EtagMatches("\"x\", \"abc\"", "abc"));
-  CHECK(EtagMatches("*", "abc"));
-  CHECK_FALSE(EtagMatches("\"abd\"", "abc"));
-  CHECK_FALSE(EtagMatches("", "abc"));
-}
-
 TEST_CASE("multipart/form-data file parts") {
   std::string body =
       "preamble\r\n--b0und\r\nContent-Disposition: form-data; name=\"comment\"\r\n\r\nhi\r\n"

@@ -150,22 +150,25 @@ void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const F
   h.Add("Accept-Ranges", "bytes");
 
   std::string_view inm = req.header("If-None-Match");
-  if (!inm.empty() && EtagMatches(inm, etag)) {
+  if (!inm.empty() && http::EtagMatches(inm, etag)) {
     (void)w.WriteHead(304, h, 0);
     return;
   }
-  ByteRange range{0, size};
+  struct {
+    uint64_t start, length;
+  } range{0, size};
   int status = 200;
-  switch (ParseRange(req.header("Range"), size, &range)) {
-    case RangeKind::kFull:
-      range = ByteRange{0, size};
+  http::RangeRequest r = http::ParseRange(req.header("Range"), size);
+  switch (r.kind) {
+    case http::RangeRequest::Kind::kWhole:
       break;
-    case RangeKind::kPartial:
+    case http::RangeRequest::Kind::kPartial:
       status = 206;
-      h.Add("Content-Range",
-            kelp::StrCat("bytes ", range.start, "-", range.start + range.length - 1, "/", size));
+      range = {r.offset, r.length};
+      h.Add("Content-Range", http::ContentRange(r.offset, r.length, size));
       break;
-    case RangeKind::kUnsatisfiable:
+    case http::RangeRequest::Kind::kUnsatisfiable:
+    case http::RangeRequest::Kind::kMalformed:
       h.Add("Content-Range", kelp::StrCat("bytes */", size));
       w.Send(416, "{\"error\":\"range not satisfiable\"}\n", "application/json", h);
       return;

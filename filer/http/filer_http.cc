@@ -1,0 +1,32 @@
+#include "filer/http/filer_http.h"
+
+#include "filer/http/serve.h"
+#include "shared/log.h"
+
+namespace kelp::filer {
+
+bool IsFilerOwnPath(std::string_view path) {
+  return path == "/status" || path == "/metrics" || path == "/dir/assign" ||
+         path == "/dir/lookup" || path == "/dir/status" || path == "/cluster/status";
+}
+
+FilerHttpApi::FilerHttpApi(FilerService* core, ClusterApi* cluster, FilerHttpOptions options)
+    : io_(cluster, &volume_client_,
+          VolumeBlobIo::Options{options.replication, options.collection, /*put_attempts=*/3}),
+      ops_(core, &io_, FileOps::Options{std::max<size_t>(1, options.max_mb) << 20, 0644, 0755}),
+      seaweed_(&ops_, SeaweedRoutes::Options{options.list_limit, options.inline_small}),
+      agfs_(&ops_, AgfsRoutes::Options{options.inline_small}) {}
+
+FilerHttpApi::~FilerHttpApi() = default;
+
+bool FilerHttpApi::RunInline(const http::Request& req) const {
+  DropProbe();
+  return AgfsRoutes::Owns(req) ? agfs_.RunInline(req) : seaweed_.RunInline(req);
+}
+
+void FilerHttpApi::Handle(http::Request& req, http::ResponseWriter& w) {
+  if (AgfsRoutes::Owns(req)) return agfs_.Handle(req, w);
+  seaweed_.Handle(req, w);
+}
+
+}  // namespace kelp::filer
