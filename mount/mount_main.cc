@@ -10,6 +10,7 @@
 #include "cmd/commands.h"
 #include "mount/cache_hook.h"
 #include "mount/client/grpc_meta_client.h"
+#include "mount/client/sync_tracking_meta_client.h"
 #include "mount/client/volume_blob_store.h"
 #include "mount/core/filesystem.h"
 #include "mount/fuse/fuse_server.h"
@@ -42,12 +43,14 @@ int MountMain(int argc, char** argv) {
   if (absl::Status s = mount::ValidateMountOptions(opts); !s.ok()) return fail(s);
 
   std::string grpc_addr = GrpcAddressOf(opts.filer);
-  mount::GrpcMetaClient meta(grpc_addr, opts.rpc_timeout_ms);
-  if (absl::Status s = meta.WaitConnected(opts.connect_timeout_ms); !s.ok()) {
+  mount::GrpcMetaClient grpc_meta(grpc_addr, opts.rpc_timeout_ms);
+  if (absl::Status s = grpc_meta.WaitConnected(opts.connect_timeout_ms); !s.ok()) {
     return fail(absl::UnavailableError(
         kelp::StrCat("cannot reach the filer at ", opts.filer, " (gRPC ", grpc_addr, ") within ",
                      opts.connect_timeout_ms, " ms; is `kelp filer` or `kelp server` running?")));
   }
+  // Every call goes through the tracker, so an fsync with nothing owed skips the WAL sync.
+  mount::SyncTrackingMetaClient meta(&grpc_meta);
   http::HttpClient::Options ho;
   ho.connect_timeout_ms = 3000;
   ho.io_timeout_ms = 60000;

@@ -283,7 +283,7 @@ TEST_CASE("seaweed: listing pages with limit and lastFileName") {
   CHECK(C().Get("/list/?limit=abc").status == 400);
 }
 
-TEST_CASE("seaweed: DELETE, recursive or not; POST dir/ makes a directory") {
+TEST_CASE("seaweed: DELETE, recursive or not, POST dir/ makes a directory") {
   REQUIRE(C().Do("POST", "/newdir/").status == 201);
   auto st = C().Get("/api/v1/stat?path=/newdir");
   REQUIRE(st.status == 200);
@@ -492,7 +492,7 @@ TEST_CASE("kelp server answers the quickstart's curl http://127.0.0.1:PORT/hello
   CHECK((*p)->Stop() == 0);
 }
 
-TEST_CASE("seaweed: multipart uploads, append, mv.from; agfs: truncate, symlink, unsupported") {
+TEST_CASE("seaweed: multipart uploads, append, mv.from, agfs: truncate, symlink, unsupported") {
   std::string part = RandomBytes(5000, 51);
   std::string body =
       StrCat("--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"up.bin\"\r\n",

@@ -161,7 +161,7 @@ std::unique_ptr<FilerClient> Client(const FilerAndVolume& c) {
 
 }  // namespace
 
-TEST_CASE("GC frees volume space; fsck reports missing and leaked blobs, -fix queues the leak") {
+TEST_CASE("GC frees volume space, fsck reports missing and leaked blobs, -fix queues the leak") {
   FilerAndVolume c;
   auto f = Client(c);
   VolumeClient v;

@@ -90,7 +90,7 @@ TEST_CASE("assign grows volumes, keys are unique, lookup finds replicas") {
   CHECK(topo.GetCapacity().total_bytes == 400);
 }
 
-TEST_CASE("full and dead volumes are not assigned; a dead replica makes its volume read-only") {
+TEST_CASE("full and dead volumes are not assigned, a dead replica makes its volume read-only") {
   auto kv = NewMemoryKvStore();
   FakeAdmin admin;
   Topology::Options o;

@@ -39,7 +39,7 @@ TEST_CASE("rename within and across directories") {
   h.RequireConsistent();
 }
 
-TEST_CASE("rename replaces a file, an empty directory; refuses mismatches") {
+TEST_CASE("rename replaces a file, an empty directory, refuses mismatches") {
   Harness h(KELP_BACKENDS);
   uint64_t d = h.Mkdir(1, "d");
   uint64_t f1 = h.Mkfile(d, "f1");

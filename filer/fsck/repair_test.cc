@@ -127,7 +127,7 @@ TEST_CASE("an inode lost under its entry comes back with its chunks and xattrs")
   CHECK(*h.fs->GetXattr(f, "user.k") == "v");
 }
 
-TEST_CASE("a lost directory comes back with its entries; a lost root too") {
+TEST_CASE("a lost directory comes back with its entries, a lost root too") {
   Harness h(KELP_BACKENDS);
   uint64_t d = h.Mkdir(1, "d");
   uint64_t sub = h.Mkdir(d, "sub");

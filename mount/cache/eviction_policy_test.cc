@@ -33,7 +33,7 @@ size_t Hits(EvictionKind kind, size_t capacity, const std::vector<uint64_t>& tra
 
 }  // namespace
 
-TEST_CASE("LRU evicts the least recently used entry; FIFO ignores hits") {
+TEST_CASE("LRU evicts the least recently used entry, FIFO ignores hits") {
   auto lru = MakeEvictionPolicy(EvictionKind::kLru);
   auto fifo = MakeEvictionPolicy(EvictionKind::kFifo);
   for (auto* p : {lru.get(), fifo.get()}) {

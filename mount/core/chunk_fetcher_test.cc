@@ -28,7 +28,7 @@ class Adapter : public ChunkCache {
   cache::TieredCache* c_;
 };
 
-TEST_CASE("random reads fill the tiered cache; a second pass does not go to the volume servers") {
+TEST_CASE("random reads fill the tiered cache, a second pass does not go to the volume servers") {
   char tmpl[] = "/tmp/kelp-fetcher-test.XXXXXX";
   std::string dir = mkdtemp(tmpl);
   {

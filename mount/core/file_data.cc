@@ -51,9 +51,12 @@ std::set<uint32_t> VolumeSet::Take() {
   return std::exchange(vids_, {});
 }
 
-FileData::~FileData() {
+FileData::~FileData() { HandOverUnsynced(); }
+
+void FileData::HandOverUnsynced() {
   std::lock_guard lock(mu_);
   ctx_->closed_unsynced.Add(unsynced_);
+  unsynced_.clear();
 }
 
 FileData::FileData(FileContext* ctx, const Attr& attr)
@@ -193,9 +196,11 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up, bool durable) {
       if (error_.ok()) error_ = s;
     }
     resolved_.reset();
+    // With inflight_: a flush that sees the upload done sees its bytes given back (the
+    // budget's lock is a leaf).
+    ctx_->budget->Release(up->bytes);
   }
   cv_.notify_all();
-  ctx_->budget->Release(up->bytes);
   bool commit;
   {
     std::lock_guard lock(mu_);

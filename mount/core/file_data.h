@@ -59,7 +59,7 @@ struct FileContext {
   ThreadPool* uploads = nullptr;  // background uploads; -concurrentWriters threads
   uint64_t chunk_size = 4 << 20;  // slot and largest blob, in bytes
   // Not-yet-durable volumes of files no longer open here (a FileData hands its own over when
-  // it goes): the next fsync of any file syncs them too, so an fsync through a new descriptor
+  // its last handle closes, and again when it goes): the next fsync of any file syncs them too, so an fsync through a new descriptor
   // covers what an earlier, closed one wrote.
   VolumeSet closed_unsynced;
   uint32_t max_inline = 4096;     // files up to this size are written inline; 0 = never
@@ -78,6 +78,11 @@ class FileData : public std::enable_shared_from_this<FileData> {
   ~FileData();
   FileData(const FileData&) = delete;
   FileData& operator=(const FileData&) = delete;
+
+  // The last handle closed: hands the volumes still owed a sync over to the mount
+  // (FileContext::closed_unsynced) now, not when the object goes (a finishing upload task may
+  // hold it a little longer), so an fsync through the next descriptor covers them.
+  void HandOverUnsynced();
 
   uint64_t ino() const { return ino_; }
 

@@ -31,6 +31,7 @@
 #include "mount/core/filer_session.h"
 #include "mount/core/inode_table.h"
 #include "mount/core/meta_cache.h"
+#include "mount/core/read_pattern.h"
 #include "mount/core/write_budget.h"
 #include "shared/thread_pool.h"
 
@@ -161,8 +162,7 @@ class Filesystem {
     std::shared_ptr<FileData> file;
     int flags = 0;
     std::mutex mu;  // guards the read pattern below
-    uint64_t last_end = 0;
-    int sequential_run = 0;
+    ReadPattern pattern;
   };
   struct DirHandle;
 

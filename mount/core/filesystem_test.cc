@@ -87,7 +87,7 @@ TEST_CASE("rename over an open file keeps the old data readable through its hand
   REQUIRE(e.fs->Release(a->fh).ok());
 }
 
-TEST_CASE("negative lookups are cached; own changes update the cache") {
+TEST_CASE("negative lookups are cached, own changes update the cache") {
   FsOptions o;
   o.entry_ttl = std::chrono::seconds(60);
   FsEnv e(o);

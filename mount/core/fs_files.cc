@@ -105,14 +105,7 @@ absl::StatusOr<size_t> Filesystem::Read(uint64_t fh, uint64_t offset, size_t len
   bool sequential;
   {
     std::lock_guard lock(h->mu);
-    // Kernel read-ahead sends several reads at once, so "sequential" tolerates a little
-    // reordering around the previous end.
-    constexpr uint64_t kSlack = 2 << 20;
-    bool near = offset + kSlack >= h->last_end && offset <= h->last_end + kSlack;
-    h->sequential_run = near && (offset > 0 || h->last_end > 0) ? h->sequential_run + 1 : (offset == 0 ? 1 : 0);
-    sequential = h->sequential_run >= 2;
-    h->last_end = std::max(h->last_end, offset + len);
-    if (!near) h->last_end = offset + len;
+    sequential = h->pattern.OnRead(offset, len);
   }
   return h->file->Read(offset, len, dst, sequential);
 }

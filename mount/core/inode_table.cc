@@ -39,6 +39,7 @@ bool InodeTable::CloseFile(uint64_t ino) {
   auto it = inodes_.find(ino);
   if (it == inodes_.end() || it->second.open_handles == 0) return false;
   if (--it->second.open_handles > 0) return false;
+  it->second.file->HandOverUnsynced();
   it->second.file.reset();
   MaybeDropLocked(it);
   return true;

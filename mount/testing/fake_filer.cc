@@ -505,7 +505,11 @@ absl::StatusOr<Attr> FakeFiler::WriteInline(uint64_t ino, std::string_view data,
   return n->attr;
 }
 
-absl::Status FakeFiler::Fsync(uint64_t) { return Check(); }
+absl::Status FakeFiler::Fsync(uint64_t) {
+  RETURN_IF_ERROR(Check());
+  ++fsyncs;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<filer::OpenSessionResponse> FakeFiler::OpenSession(std::string_view client) {
   RETURN_IF_ERROR(Check());

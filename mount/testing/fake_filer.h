@@ -58,6 +58,7 @@ class FakeFiler : public MetaClient {
   std::atomic<size_t> commits{0};
   std::atomic<size_t> inline_writes{0};
   std::atomic<size_t> synced_commits{0};
+  std::atomic<size_t> fsyncs{0};  // successful Fsync calls
   bool HasInode(uint64_t ino) const;
 
  private:

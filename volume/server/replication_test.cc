@@ -31,7 +31,7 @@ std::string Path(uint64_t key, uint32_t cookie = 0xabcd) {
 
 }  // namespace
 
-TEST_CASE("a write to either copy reaches both; so does a delete") {
+TEST_CASE("a write to either copy reaches both, so does a delete") {
   Pair p;
   std::string data = RandomBlob(1, 3000);
   auto r = p.a->Do("PUT", Path(1), data);
@@ -83,7 +83,7 @@ TEST_CASE("a replicated volume without a filer refuses client writes") {
   CHECK(t.Do("PUT", Path(1) + "?type=replicate", "x").status == 201);
 }
 
-TEST_CASE("POST /sync syncs every copy of a replicated volume; a dead replica fails it") {
+TEST_CASE("POST /sync syncs every copy of a replicated volume, a dead replica fails it") {
   FakeCluster cluster;
   REQUIRE(cluster.Start().ok());
   FaultEnv env_a, env_b;

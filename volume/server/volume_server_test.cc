@@ -116,7 +116,7 @@ TEST_CASE("Range, ETag and If-None-Match") {
   CHECK(t.Do("GET", fid, {}, inm).status == 200);
 }
 
-TEST_CASE("bad requests get 4xx and reveal nothing; the server stays up") {
+TEST_CASE("bad requests get 4xx and reveal nothing, the server stays up") {
   TestServer t(nullptr, [](VolumeServer::Options& o) { o.file_size_limit_mb = 1; });
   REQUIRE(t.server->store().Allocate(1, "", "000").ok());
   std::string secret = "the secret blob";

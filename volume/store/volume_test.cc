@@ -93,7 +93,7 @@ TEST_CASE("write, read, overwrite, delete") {
   CHECK(st.deleted_bytes == st.size - format::kSuperblockSize);
 }
 
-TEST_CASE("file names carry the collection; create refuses an existing volume") {
+TEST_CASE("file names carry the collection, create refuses an existing volume") {
   TempDir dir;
   REQUIRE(Volume::Create(Opts(dir, 7, "pics")).ok());
   CHECK(std::filesystem::exists(dir.file("pics_7.dat")));
@@ -285,7 +285,7 @@ TEST_CASE("List pages through the live needles in key order with their cookies")
   CHECK_FALSE(more);
 }
 
-TEST_CASE("a full volume turns read-only; deletes still work") {
+TEST_CASE("a full volume turns read-only, deletes still work") {
   TempDir dir;
   auto o = Opts(dir);
   o.size_limit = 4096;
