@@ -179,6 +179,9 @@ class FilerService {
 
   // Helpers shared by the operations (filer_service.cc).
   absl::StatusOr<InodeRecord> LoadInode(uint64_t ino);
+  // Adds delta (+1: a new xattr name, -1: one removed) to rec's xattr count, counting the
+  // stored ones first when rec predates the count. Call under the inode's lock.
+  absl::Status CountXattrs(InodeRecord& rec, int delta);
   absl::StatusOr<InodeRecord> LoadDir(uint64_t ino);  // ENOTDIR unless a directory
   absl::StatusOr<std::optional<DentryValue>> LoadDentry(uint64_t parent, std::string_view name);
   absl::StatusOr<bool> DirIsEmpty(uint64_t ino);

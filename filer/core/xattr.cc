@@ -44,12 +44,25 @@ absl::Status FilerService::SetXattr(uint64_t ino, std::string_view name, std::st
   if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
   if ((flags & kXattrCreate) && old.ok()) return PosixError(EEXIST, StrCat("xattr ", name, " exists"));
   if ((flags & kXattrReplace) && !old.ok()) return PosixError(ENODATA, StrCat("no xattr ", name));
+  if (!old.ok()) RETURN_IF_ERROR(CountXattrs(rec, +1));
   Mutation m(this, guard);
   m.batch().Put(keys::XattrKey(ino, name), value);
   rec.ctime_ns = NowNs();
   PutInode(m, rec);
   m.Emit(MakeEvent(EVENT_XATTR, rec, rec.parent, ""));
   return m.Commit();
+}
+
+absl::Status FilerService::CountXattrs(InodeRecord& rec, int delta) {
+  if (!rec.xattrs_counted) {
+    // A record from before the count was kept: count once, under the inode's lock.
+    ASSIGN_OR_RETURN(std::vector<std::string> names, ListXattr(rec.ino));
+    rec.xattr_count = names.size();
+    rec.xattrs_counted = true;
+  }
+  if (delta < 0 && rec.xattr_count == 0) return absl::OkStatus();
+  rec.xattr_count += delta;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> FilerService::ListXattr(uint64_t ino) {
@@ -69,6 +82,7 @@ absl::Status FilerService::RemoveXattr(uint64_t ino, std::string_view name) {
   auto old = kv_->Get(keys::XattrKey(ino, name));
   if (absl::IsNotFound(old.status())) return PosixError(ENODATA, StrCat("no xattr ", name));
   RETURN_IF_ERROR(old.status());
+  RETURN_IF_ERROR(CountXattrs(rec, -1));
   Mutation m(this, guard);
   m.batch().Delete(keys::XattrKey(ino, name));
   rec.ctime_ns = NowNs();

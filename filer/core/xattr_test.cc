@@ -7,7 +7,9 @@ using namespace kelp::filer::testing;
 TEST_CASE("xattrs: set, get, list, remove with Linux errors") {
   Harness h(KELP_BACKENDS);
   uint64_t f = h.Mkfile(1, "f");
+  CHECK(h.fs->GetAttr(f)->no_xattrs());
   REQUIRE(h.fs->SetXattr(f, "user.a", "1", 0).ok());
+  CHECK_FALSE(h.fs->GetAttr(f)->no_xattrs());
   REQUIRE(h.fs->SetXattr(f, "user.b", std::string("\0bin\xff", 5), kXattrCreate).ok());
   CHECK(*h.fs->GetXattr(f, "user.a") == "1");
   CHECK(*h.fs->GetXattr(f, "user.b") == std::string("\0bin\xff", 5));
@@ -31,6 +33,16 @@ TEST_CASE("xattrs: set, get, list, remove with Linux errors") {
 
   REQUIRE(h.fs->RemoveXattr(f, "user.a").ok());
   CHECK(Err(h.fs->GetXattr(f, "user.a")) == ENODATA);
+  // The attributes say "no xattrs" exactly when the last one is gone (replacing a value or
+  // removing a missing name does not count).
+  auto names = h.fs->ListXattr(f);
+  REQUIRE(names.ok());
+  for (const auto& n : *names) {
+    CHECK_FALSE(h.fs->GetAttr(f)->no_xattrs());
+    REQUIRE(h.fs->RemoveXattr(f, n).ok());
+  }
+  CHECK(h.fs->GetAttr(f)->no_xattrs());
+  REQUIRE(h.fs->SetXattr(f, "user.a", "1", 0).ok());
   CHECK(Err(h.fs->GetXattr(999, "user.a")) == ENOENT);
   CHECK(Err(h.fs->SetXattr(999, "user.a", "v", 0)) == ENOENT);
   CHECK(Err(h.fs->ListXattr(999)) == ENOENT);

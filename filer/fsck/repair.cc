@@ -339,6 +339,7 @@ class Repairer {
     if (Exists(keys::InodeKey(ino))) return absl::OkStatus();  // never overwrite a record
     InodeRecord rec;
     rec.ino = ino;
+    rec.xattrs_counted = false;  // its xattrs may have survived it
     // What is left of it tells its type and size.
     bool children = false;
     {

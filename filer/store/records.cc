@@ -36,6 +36,7 @@ Attr InodeRecord::ToAttr() const {
   a.set_symlink_target(symlink_target);
   a.set_parent(parent);
   a.set_version(version);
+  a.set_no_xattrs(xattrs_counted && xattr_count == 0);
   return a;
 }
 
@@ -61,6 +62,7 @@ std::string EncodeInode(const InodeRecord& r) {
   PutVarint64(&v, r.inline_size);
   PutVarint64(&v, r.next_cookie);
   PutLengthPrefixed(&v, r.symlink_target);
+  if (r.xattrs_counted) PutVarint64(&v, r.xattr_count);  // optional trailing field
   return v;
 }
 
@@ -81,6 +83,8 @@ absl::StatusOr<InodeRecord> DecodeInode(uint64_t ino, std::string_view v) {
             GetVarint64(&v, &r.inline_size) && GetVarint64(&v, &r.next_cookie) &&
             GetLengthPrefixed(&v, &target);
   if (!ok) return Corrupt("inode");
+  r.xattrs_counted = !v.empty();
+  if (r.xattrs_counted && !GetVarint64(&v, &r.xattr_count)) return Corrupt("inode");
   r.mode = static_cast<uint32_t>(mode);
   r.uid = static_cast<uint32_t>(uid);
   r.gid = static_cast<uint32_t>(gid);

@@ -34,6 +34,8 @@ struct InodeRecord {
   uint64_t compacted_chunks = 0;  // chunk_count right after the last compaction
   uint64_t inline_size = 0;       // bytes under InlineKey(ino); 0 = no inline data
   uint64_t next_cookie = 1;       // directories: the readdir cookie the next entry gets
+  uint64_t xattr_count = 0;       // records under XattrPrefix(ino), when xattrs_counted
+  bool xattrs_counted = true;     // false: a record written before the count was kept
 
   bool IsDir() const;
   bool IsReg() const;

@@ -41,6 +41,26 @@ TEST_CASE("inode records round-trip") {
   CHECK_FALSE(DecodeInode(1, EncodeInode(r).substr(0, 10)).ok());
 }
 
+TEST_CASE("the xattr count is an optional trailing field, absent means unknown") {
+  InodeRecord r;
+  r.mode = S_IFREG | 0644;
+  CHECK(r.ToAttr().no_xattrs());
+  r.xattr_count = 2;
+  auto d = DecodeInode(7, EncodeInode(r));
+  REQUIRE(d.ok());
+  CHECK(d->xattrs_counted);
+  CHECK(d->xattr_count == 2);
+  CHECK_FALSE(d->ToAttr().no_xattrs());
+  // A record written before the count was kept: "may have xattrs".
+  r.xattrs_counted = false;
+  std::string old = EncodeInode(r);
+  d = DecodeInode(7, old);
+  REQUIRE(d.ok());
+  CHECK_FALSE(d->xattrs_counted);
+  CHECK_FALSE(d->ToAttr().no_xattrs());
+  CHECK(EncodeInode(*d) == old);
+}
+
 TEST_CASE("dentry, index, chunk and gc values round-trip") {
   auto d = DecodeDentry(EncodeDentry({123456789, S_IFDIR, 55}));
   REQUIRE(d.ok());

@@ -100,6 +100,31 @@ TEST_CASE("negative lookups are cached, own changes update the cache") {
   REQUIRE(e.fs->Lookup(e.fs->root(), "x").ok());
 }
 
+TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an RPC") {
+  FsOptions o;
+  o.entry_ttl = std::chrono::seconds(60);
+  FsEnv e(o);
+  Caller c;
+  auto a = e.fs->MakeNode(e.fs->root(), "f", S_IFREG | 0644, 0, c);
+  REQUIRE(a.ok());
+  uint64_t ino = a->ino();
+  size_t calls = e.filer.calls;
+  CHECK(ErrnoOf(e.fs->GetXattr(ino, "security.selinux").status()) == ENODATA);
+  CHECK(ErrnoOf(e.fs->GetXattr(ino, "system.posix_acl_access").status()) == ENODATA);
+  CHECK(e.fs->ListXattr(ino)->empty());
+  CHECK(e.filer.calls == calls);
+  // Own change: seen at once, and a stale "no xattrs" reply cannot hide it.
+  REQUIRE(e.fs->SetXattr(ino, "user.k", "v", 0).ok());
+  CHECK(*e.fs->GetXattr(ino, "user.k") == "v");
+  Attr stale = *a;
+  stale.set_version(a->version() + 100);  // newer by version, still claiming no xattrs
+  e.fs->meta_cache().PutAttr(stale);
+  CHECK(*e.fs->GetXattr(ino, "user.k") == "v");
+  CHECK(*e.fs->ListXattr(ino) == std::vector<std::string>{"user.k"});
+  REQUIRE(e.fs->RemoveXattr(ino, "user.k").ok());
+  CHECK(ErrnoOf(e.fs->GetXattr(ino, "user.k").status()) == ENODATA);
+}
+
 TEST_CASE("readdir streams in batches with stable offsets") {
   FsEnv e;
   Caller c;

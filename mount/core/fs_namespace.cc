@@ -248,7 +248,10 @@ absl::Status Filesystem::SetXattr(uint64_t ino, std::string_view name, std::stri
   return s;
 }
 
-absl::StatusOr<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) { return meta_->ListXattr(ino); }
+absl::StatusOr<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) {
+  if (cache_.HasNoXattrs(ino)) return std::vector<std::string>();
+  return meta_->ListXattr(ino);
+}
 
 absl::Status Filesystem::RemoveXattr(uint64_t ino, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());

@@ -23,6 +23,18 @@ void MetaCache::PutAttr(const filer::Attr& attr) {
     if (dir_mode_gid_.size() >= max_entries_) dir_mode_gid_.clear();
     dir_mode_gid_[attr.ino()] = {attr.mode(), attr.gid()};
   }
+  if (entry_ttl_.count() > 0) {
+    EntryKey all{attr.ino(), std::string()};
+    auto now = Clock::now();
+    auto changed = xattrs_changed_.find(attr.ino());
+    bool quarantined = changed != xattrs_changed_.end() && now < changed->second;
+    if (!attr.no_xattrs()) {
+      no_xattr_.erase(all);
+    } else if (!quarantined) {
+      if (no_xattr_.size() >= max_entries_) no_xattr_.clear();
+      no_xattr_[all] = now + entry_ttl_;
+    }
+  }
   if (attr_ttl_.count() == 0) return;
   if (attrs_.size() >= max_entries_) {
     // Crude bound: drop expired ones, and everything if that is not enough.
@@ -81,14 +93,19 @@ void MetaCache::DropDir(uint64_t parent) {
 bool MetaCache::HasNoXattr(uint64_t ino, std::string_view name) {
   if (entry_ttl_.count() == 0) return false;
   std::lock_guard lock(mu_);
-  auto it = no_xattr_.find(EntryKey{ino, std::string(name)});
-  if (it == no_xattr_.end()) return false;
-  if (Clock::now() >= it->second) {
-    no_xattr_.erase(it);
-    return false;
-  }
-  return true;
+  auto fresh = [&](const EntryKey& key) {
+    auto it = no_xattr_.find(key);
+    if (it == no_xattr_.end()) return false;
+    if (Clock::now() >= it->second) {
+      no_xattr_.erase(it);
+      return false;
+    }
+    return true;
+  };
+  return fresh(EntryKey{ino, std::string()}) || (!name.empty() && fresh(EntryKey{ino, std::string(name)}));
 }
+
+bool MetaCache::HasNoXattrs(uint64_t ino) { return HasNoXattr(ino, std::string_view()); }
 
 void MetaCache::PutNoXattr(uint64_t ino, std::string_view name) {
   if (entry_ttl_.count() == 0) return;
@@ -99,6 +116,14 @@ void MetaCache::PutNoXattr(uint64_t ino, std::string_view name) {
 
 void MetaCache::DropXattrs(uint64_t ino) {
   std::lock_guard lock(mu_);
+  auto now = Clock::now();
+  if (xattrs_changed_.size() >= max_entries_) {
+    for (auto it = xattrs_changed_.begin(); it != xattrs_changed_.end();) {
+      it = it->second <= now ? xattrs_changed_.erase(it) : std::next(it);
+    }
+    if (xattrs_changed_.size() >= max_entries_) xattrs_changed_.clear();
+  }
+  xattrs_changed_[ino] = now + kXattrQuarantine;
   auto it = no_xattr_.lower_bound(EntryKey{ino, std::string()});
   while (it != no_xattr_.end() && it->first.first == ino) it = no_xattr_.erase(it);
 }

@@ -41,9 +41,16 @@ class MetaCache {
 
   // "This inode has no such xattr", for the entry TTL. The kernel asks for
   // security.capability before every write, so this saves an RPC per write.
+  // Attributes saying "no xattrs at all" (Attr.no_xattrs) answer for every name, so `ls -l`
+  // (two getxattrs per file) and the first write of a new file cost no RPC.
   bool HasNoXattr(uint64_t ino, std::string_view name);
+  bool HasNoXattrs(uint64_t ino);
   void PutNoXattr(uint64_t ino, std::string_view name);
+  // The inode's xattrs changed (here or, by an event, elsewhere): forgets what is known and,
+  // for kXattrQuarantine, ignores "no xattrs" in attributes (a reply to an RPC sent before
+  // the change may still arrive).
   void DropXattrs(uint64_t ino);
+  static constexpr std::chrono::seconds kXattrQuarantine{10};
 
   // Mode and gid of a directory as last seen; kept past DropAttr (creating a child changes a
   // directory's times, not these), so new children inherit a set-group-ID directory's group
@@ -70,7 +77,9 @@ class MetaCache {
   std::unordered_map<uint64_t, AttrItem> attrs_ ABSL_GUARDED_BY(mu_);
   std::map<EntryKey, EntryItem, std::less<>> entries_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> dir_mode_gid_ ABSL_GUARDED_BY(mu_);
+  // Name "" = the inode has no xattrs at all.
   std::map<EntryKey, Clock::time_point, std::less<>> no_xattr_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, Clock::time_point> xattrs_changed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kelp::mount

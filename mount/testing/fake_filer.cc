@@ -76,6 +76,7 @@ Attr FakeFiler::NewAttr(uint32_t mode, uint32_t uid, uint32_t gid) {
   a.set_crtime_ns(now);
   a.set_generation(1);
   a.set_version(1);
+  a.set_no_xattrs(true);
   return a;
 }
 
@@ -415,6 +416,7 @@ absl::Status FakeFiler::SetXattr(uint64_t ino, std::string_view name, std::strin
   if ((flags & 1) && exists) return PosixError(EEXIST, "attribute exists");
   if ((flags & 2) && !exists) return PosixError(ENODATA, "no such attribute");
   n->xattrs[std::string(name)] = std::string(value);
+  n->attr.set_no_xattrs(false);
   Touch(n, false);
   return absl::OkStatus();
 }
@@ -437,6 +439,7 @@ absl::Status FakeFiler::RemoveXattr(uint64_t ino, std::string_view name) {
   auto it = n->xattrs.find(name);
   if (it == n->xattrs.end()) return PosixError(ENODATA, "no such attribute");
   n->xattrs.erase(it);
+  n->attr.set_no_xattrs(n->xattrs.empty());
   Touch(n, false);
   return absl::OkStatus();
 }
