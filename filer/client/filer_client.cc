@@ -139,7 +139,7 @@ absl::Status FilerClient::Rmdir(uint64_t parent, std::string_view name) {
   UnlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
-  auto r = Unary<Empty>(&Filer::Stub::Rmdir, req);
+  auto r = Unary<RmdirResponse>(&Filer::Stub::Rmdir, req);
   return r.status();
 }
 

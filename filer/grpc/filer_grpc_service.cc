@@ -38,6 +38,11 @@ grpc::Status FilerGrpcService::Run(const char* method, Fn&& fn) {
   return s;
 }
 
+void FilerGrpcService::AddParentAttr(uint64_t dir, Attr* out) {
+  auto a = core_->GetAttr(dir);
+  if (a.ok()) *out = std::move(*a);
+}
+
 grpc::Status FilerGrpcService::Lookup(grpc::ServerContext*, const LookupRequest* req,
                                       AttrResponse* resp) {
   return Run("Lookup", [&]() -> absl::Status {
@@ -103,6 +108,7 @@ grpc::Status FilerGrpcService::Create(grpc::ServerContext*, const CreateRequest*
     a.session = req->session();
     a.open_handle = req->open_handle();
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Create(a));
+    AddParentAttr(a.parent, resp->mutable_parent_attr());
     return absl::OkStatus();
   });
 }
@@ -112,6 +118,7 @@ grpc::Status FilerGrpcService::Symlink(grpc::ServerContext*, const SymlinkReques
   return Run("Symlink", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Symlink(req->parent(), req->name(),
                                                            req->target(), req->uid(), req->gid()));
+    AddParentAttr(req->parent(), resp->mutable_parent_attr());
     return absl::OkStatus();
   });
 }
@@ -121,6 +128,7 @@ grpc::Status FilerGrpcService::Link(grpc::ServerContext*, const LinkRequest* req
   return Run("Link", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(),
                      core_->Link(req->ino(), req->new_parent(), req->new_name()));
+    AddParentAttr(req->new_parent(), resp->mutable_parent_attr());
     return absl::OkStatus();
   });
 }
@@ -129,12 +137,17 @@ grpc::Status FilerGrpcService::Unlink(grpc::ServerContext*, const UnlinkRequest*
                                       UnlinkResponse* resp) {
   return Run("Unlink", [&]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Unlink(req->parent(), req->name()));
+    AddParentAttr(req->parent(), resp->mutable_parent_attr());
     return absl::OkStatus();
   });
 }
 
-grpc::Status FilerGrpcService::Rmdir(grpc::ServerContext*, const UnlinkRequest* req, Empty*) {
-  return Run("Rmdir", [&] { return core_->Rmdir(req->parent(), req->name()); });
+grpc::Status FilerGrpcService::Rmdir(grpc::ServerContext*, const UnlinkRequest* req, RmdirResponse* resp) {
+  return Run("Rmdir", [&]() -> absl::Status {
+    RETURN_IF_ERROR(core_->Rmdir(req->parent(), req->name()));
+    AddParentAttr(req->parent(), resp->mutable_parent_attr());
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status FilerGrpcService::Rename(grpc::ServerContext*, const RenameRequest* req,
@@ -144,6 +157,8 @@ grpc::Status FilerGrpcService::Rename(grpc::ServerContext*, const RenameRequest*
                                                    req->new_name(), req->flags()));
     *resp->mutable_moved() = std::move(r.moved);
     if (r.replaced) *resp->mutable_replaced() = std::move(*r.replaced);
+    AddParentAttr(req->parent(), resp->mutable_parent_attr());
+    AddParentAttr(req->new_parent(), resp->mutable_new_parent_attr());
     return absl::OkStatus();
   });
 }

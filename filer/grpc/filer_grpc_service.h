@@ -51,7 +51,7 @@ class FilerGrpcService final : public Filer::Service {
   grpc::Status Symlink(grpc::ServerContext*, const SymlinkRequest*, AttrResponse*) override;
   grpc::Status Link(grpc::ServerContext*, const LinkRequest*, AttrResponse*) override;
   grpc::Status Unlink(grpc::ServerContext*, const UnlinkRequest*, UnlinkResponse*) override;
-  grpc::Status Rmdir(grpc::ServerContext*, const UnlinkRequest*, Empty*) override;
+  grpc::Status Rmdir(grpc::ServerContext*, const UnlinkRequest*, RmdirResponse*) override;
   grpc::Status Rename(grpc::ServerContext*, const RenameRequest*, RenameResponse*) override;
   grpc::Status SetAttr(grpc::ServerContext*, const SetAttrRequest*, AttrResponse*) override;
   grpc::Status GetXattr(grpc::ServerContext*, const XattrRequest*, XattrResponse*) override;
@@ -88,6 +88,9 @@ class FilerGrpcService final : public Filer::Service {
   // Times fn, counts its failure, and converts its status (GuardedCall: never throws).
   template <typename Fn>
   grpc::Status Run(const char* method, Fn&& fn);
+  // After a namespace change: the directory's attributes, so the client need not ask (a
+  // failure leaves *out unset; the change itself succeeded).
+  void AddParentAttr(uint64_t dir, Attr* out);
 
   FilerService* const core_;
   const FilerGrpcOptions opts_;

@@ -45,6 +45,10 @@ class GrpcEventStream : public EventStream {
   bool finished_ = false;
 };
 
+void TakeDirAfter(Attr* sent, Attr* dir_after) {
+  if (dir_after != nullptr && sent->ino() != 0) *dir_after = std::move(*sent);
+}
+
 }  // namespace
 
 GrpcMetaClient::GrpcMetaClient(const std::string& grpc_address, int rpc_timeout_ms)
@@ -118,38 +122,44 @@ absl::Status GrpcMetaClient::ReadDir(uint64_t ino, uint64_t cookie, uint32_t lim
   return FromGrpcStatus(reader->Finish());
 }
 
-absl::StatusOr<Attr> GrpcMetaClient::Create(const filer::CreateRequest& req) {
+absl::StatusOr<Attr> GrpcMetaClient::Create(const filer::CreateRequest& req, Attr* dir_after) {
   ASSIGN_OR_RETURN(auto r, KELP_UNARY(filer::AttrResponse, Create, req));
+  TakeDirAfter(r.mutable_parent_attr(), dir_after);
   return r.attr();
 }
 
-absl::StatusOr<Attr> GrpcMetaClient::Symlink(const filer::SymlinkRequest& req) {
+absl::StatusOr<Attr> GrpcMetaClient::Symlink(const filer::SymlinkRequest& req, Attr* dir_after) {
   ASSIGN_OR_RETURN(auto r, KELP_UNARY(filer::AttrResponse, Symlink, req));
+  TakeDirAfter(r.mutable_parent_attr(), dir_after);
   return r.attr();
 }
 
-absl::StatusOr<Attr> GrpcMetaClient::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name) {
+absl::StatusOr<Attr> GrpcMetaClient::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name, Attr* dir_after) {
   filer::LinkRequest req;
   req.set_ino(ino);
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
   ASSIGN_OR_RETURN(auto r, KELP_UNARY(filer::AttrResponse, Link, req));
+  TakeDirAfter(r.mutable_parent_attr(), dir_after);
   return r.attr();
 }
 
-absl::StatusOr<Attr> GrpcMetaClient::Unlink(uint64_t parent, std::string_view name) {
+absl::StatusOr<Attr> GrpcMetaClient::Unlink(uint64_t parent, std::string_view name, Attr* dir_after) {
   filer::UnlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
   ASSIGN_OR_RETURN(auto r, KELP_UNARY(filer::UnlinkResponse, Unlink, req));
+  TakeDirAfter(r.mutable_parent_attr(), dir_after);
   return r.attr();
 }
 
-absl::Status GrpcMetaClient::Rmdir(uint64_t parent, std::string_view name) {
+absl::Status GrpcMetaClient::Rmdir(uint64_t parent, std::string_view name, Attr* dir_after) {
   filer::UnlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
-  return KELP_UNARY(filer::Empty, Rmdir, req).status();
+  ASSIGN_OR_RETURN(auto r, KELP_UNARY(filer::RmdirResponse, Rmdir, req));
+  TakeDirAfter(r.mutable_parent_attr(), dir_after);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<filer::RenameResponse> GrpcMetaClient::Rename(const filer::RenameRequest& req) {

@@ -42,11 +42,13 @@ class MetaClient {
   // returns false to stop early.
   virtual absl::Status ReadDir(uint64_t ino, uint64_t cookie, uint32_t limit, bool with_attrs,
                                const std::function<bool(filer::DirEntry&&)>& fn) = 0;
-  virtual absl::StatusOr<Attr> Create(const filer::CreateRequest& req) = 0;
-  virtual absl::StatusOr<Attr> Symlink(const filer::SymlinkRequest& req) = 0;
-  virtual absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name) = 0;
-  virtual absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name) = 0;
-  virtual absl::Status Rmdir(uint64_t parent, std::string_view name) = 0;
+  // Namespace changes: dir_after (may be null) receives the directory's attributes after the
+  // change when the filer sends them, and is left untouched (ino 0) when it does not.
+  virtual absl::StatusOr<Attr> Create(const filer::CreateRequest& req, Attr* dir_after) = 0;
+  virtual absl::StatusOr<Attr> Symlink(const filer::SymlinkRequest& req, Attr* dir_after) = 0;
+  virtual absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name, Attr* dir_after) = 0;
+  virtual absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name, Attr* dir_after) = 0;
+  virtual absl::Status Rmdir(uint64_t parent, std::string_view name, Attr* dir_after) = 0;
   virtual absl::StatusOr<filer::RenameResponse> Rename(const filer::RenameRequest& req) = 0;
   virtual absl::StatusOr<Attr> SetAttr(const filer::SetAttrRequest& req) = 0;
   virtual absl::StatusOr<std::string> GetXattr(uint64_t ino, std::string_view name) = 0;

@@ -39,20 +39,20 @@ absl::StatusOr<Attr> SyncTrackingMetaClient::WriteInline(uint64_t ino, std::stri
 
 // ---- mutations ----
 
-absl::StatusOr<Attr> SyncTrackingMetaClient::Create(const filer::CreateRequest& req) {
-  return Mutate([&] { return inner_->Create(req); });
+absl::StatusOr<Attr> SyncTrackingMetaClient::Create(const filer::CreateRequest& req, Attr* dir_after) {
+  return Mutate([&] { return inner_->Create(req, dir_after); });
 }
-absl::StatusOr<Attr> SyncTrackingMetaClient::Symlink(const filer::SymlinkRequest& req) {
-  return Mutate([&] { return inner_->Symlink(req); });
+absl::StatusOr<Attr> SyncTrackingMetaClient::Symlink(const filer::SymlinkRequest& req, Attr* dir_after) {
+  return Mutate([&] { return inner_->Symlink(req, dir_after); });
 }
-absl::StatusOr<Attr> SyncTrackingMetaClient::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name) {
-  return Mutate([&] { return inner_->Link(ino, new_parent, new_name); });
+absl::StatusOr<Attr> SyncTrackingMetaClient::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name, Attr* dir_after) {
+  return Mutate([&] { return inner_->Link(ino, new_parent, new_name, dir_after); });
 }
-absl::StatusOr<Attr> SyncTrackingMetaClient::Unlink(uint64_t parent, std::string_view name) {
-  return Mutate([&] { return inner_->Unlink(parent, name); });
+absl::StatusOr<Attr> SyncTrackingMetaClient::Unlink(uint64_t parent, std::string_view name, Attr* dir_after) {
+  return Mutate([&] { return inner_->Unlink(parent, name, dir_after); });
 }
-absl::Status SyncTrackingMetaClient::Rmdir(uint64_t parent, std::string_view name) {
-  return Mutate([&] { return inner_->Rmdir(parent, name); });
+absl::Status SyncTrackingMetaClient::Rmdir(uint64_t parent, std::string_view name, Attr* dir_after) {
+  return Mutate([&] { return inner_->Rmdir(parent, name, dir_after); });
 }
 absl::StatusOr<filer::RenameResponse> SyncTrackingMetaClient::Rename(const filer::RenameRequest& req) {
   return Mutate([&] { return inner_->Rename(req); });

@@ -24,7 +24,7 @@ TEST_CASE("fsync reaches the filer only when a mutation is not yet covered by a 
   CHECK(filer.fsyncs == 0);
   CHECK(meta.fsyncs_skipped() == 1);
 
-  auto a = meta.Create(NewFile("a"));
+  auto a = meta.Create(NewFile("a"), nullptr);
   REQUIRE(a.ok());
   REQUIRE(meta.SyncOwed());
   REQUIRE(meta.Fsync(a->ino()).ok());
@@ -48,7 +48,7 @@ TEST_CASE("fsync reaches the filer only when a mutation is not yet covered by a 
   CHECK(meta.SyncOwed());
   REQUIRE(meta.Fsync(a->ino()).ok());
   // A failed mutation may still have been applied: it is owed too.
-  REQUIRE_FALSE(meta.Unlink(1, "no-such-name").ok());
+  REQUIRE_FALSE(meta.Unlink(1, "no-such-name", nullptr).ok());
   CHECK(meta.SyncOwed());
   REQUIRE(meta.Fsync(a->ino()).ok());
   CHECK(filer.fsyncs == 4);
@@ -57,7 +57,7 @@ TEST_CASE("fsync reaches the filer only when a mutation is not yet covered by a 
 TEST_CASE("a failed fsync leaves the sync owed") {
   FakeFiler filer;
   SyncTrackingMetaClient meta(&filer);
-  REQUIRE(meta.Create(NewFile("a")).ok());
+  REQUIRE(meta.Create(NewFile("a"), nullptr).ok());
   filer.down = true;
   REQUIRE_FALSE(meta.Fsync(1).ok());
   filer.down = false;
@@ -70,7 +70,7 @@ TEST_CASE("a failed fsync leaves the sync owed") {
 TEST_CASE("a synced commit covers the mutations before it, an unsynced one is owed") {
   FakeFiler filer;
   SyncTrackingMetaClient meta(&filer);
-  auto a = meta.Create(NewFile("a"));
+  auto a = meta.Create(NewFile("a"), nullptr);
   REQUIRE(a.ok());
   filer::CommitChunksRequest req;
   req.set_ino(a->ino());

@@ -34,7 +34,7 @@ struct Env {
     req.set_parent(1);
     req.set_name("f");
     req.set_mode(S_IFREG | 0644);
-    attr = *filer.Create(req);
+    attr = *filer.Create(req, nullptr);
   }
   std::shared_ptr<FileData> Open() { return std::make_shared<FileData>(&ctx, *filer.GetAttr(attr.ino())); }
 };

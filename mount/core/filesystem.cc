@@ -111,6 +111,11 @@ Attr Filesystem::Overlay(Attr a) {
 
 void Filesystem::Remember(const Attr& a) { cache_.PutAttr(a); }
 
+void Filesystem::DirChanged(uint64_t dir, const Attr& after) {
+  cache_.DropAttr(dir);
+  if (after.ino() == dir) Remember(after);
+}
+
 void Filesystem::NoteOwnEntry(uint64_t parent, std::string_view name) {
   std::lock_guard lock(own_mu_);
   auto now = std::chrono::steady_clock::now();

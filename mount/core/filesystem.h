@@ -171,6 +171,10 @@ class Filesystem {
   // Attributes as this mount sees them: the filer's plus unflushed writes.
   Attr Overlay(Attr a);
   void Remember(const Attr& a);  // caches attrs and tells an open FileData
+  // After a namespace change in dir: caches its new attributes when the filer sent them
+  // (after.ino() == dir), so the kernel's next GETATTR of it (permission checks) costs no RPC;
+  // else forgets the stale ones.
+  void DirChanged(uint64_t dir, const Attr& after);
   // Records a change this mount made to a name, so its own event does not invalidate the
   // kernel's fresh entry.
   void NoteOwnEntry(uint64_t parent, std::string_view name);

@@ -125,6 +125,27 @@ TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an 
   CHECK(ErrnoOf(e.fs->GetXattr(ino, "user.k").status()) == ENODATA);
 }
 
+TEST_CASE("a namespace change caches the directory's new attributes from the reply") {
+  FsOptions o;
+  o.attr_ttl = std::chrono::seconds(60);
+  FsEnv e(o);
+  Caller c;
+  uint64_t root = e.fs->root();
+  auto before = e.fs->GetAttr(root);
+  REQUIRE(before.ok());
+  REQUIRE(e.fs->MakeNode(root, "d", S_IFDIR | 0755, 0, c).ok());
+  size_t calls = e.filer.calls;
+  auto after = e.fs->GetAttr(root);  // the kernel asks right after, for permission checks
+  REQUIRE(after.ok());
+  CHECK(e.filer.calls == calls);
+  CHECK(after->nlink() == before->nlink() + 1);
+  CHECK(after->version() > before->version());
+  REQUIRE(e.fs->Rmdir(root, "d").ok());
+  calls = e.filer.calls;
+  CHECK(e.fs->GetAttr(root)->nlink() == before->nlink());
+  CHECK(e.filer.calls == calls);
+}
+
 TEST_CASE("readdir streams in batches with stable offsets") {
   FsEnv e;
   Caller c;

@@ -54,9 +54,10 @@ absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view 
   req.set_session(session_.id());
   req.set_open_handle(true);
   NoteOwnEntry(parent, name);  // before the RPC: its event may arrive before the reply
-  auto created = meta_->Create(req);
+  Attr dir_after;
+  auto created = meta_->Create(req, &dir_after);
   if (created.status().code() == absl::StatusCode::kNotFound && session_.Reattach().ok()) {
-    created = meta_->Create(req);  // the filer had lost our session ("unknown session")
+    created = meta_->Create(req, &dir_after);  // the filer had lost our session ("unknown session")
   }
   if (!created.ok()) {
     TakeOwnEntry(parent, name);
@@ -67,7 +68,7 @@ absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view 
   // The filer counts the file as open by our session already.
   session_.Open(attr.ino(), /*already_open=*/true).IgnoreError();
   cache_.PutEntry(parent, name, attr.ino());
-  cache_.DropAttr(parent);
+  DirChanged(parent, dir_after);
   bool first = false;
   std::shared_ptr<FileData> f = inodes_.OpenFile(&file_ctx_, attr, &first);
   if (!first) f->Revalidate(attr);

@@ -98,14 +98,15 @@ absl::StatusOr<Attr> Filesystem::MakeNode(uint64_t parent, std::string_view name
   req.set_exclusive(true);
   // Noted before the RPC: the filer's event can reach the subscriber before the reply here.
   NoteOwnEntry(parent, name);
-  auto created = meta_->Create(req);
+  Attr dir_after;
+  auto created = meta_->Create(req, &dir_after);
   if (!created.ok()) {
     TakeOwnEntry(parent, name);
     return created.status();
   }
   Attr a = *created;
   cache_.PutEntry(parent, name, a.ino());
-  cache_.DropAttr(parent);
+  DirChanged(parent, dir_after);
   Remember(a);
   inodes_.AddLookup(a.ino());
   return a;
@@ -124,14 +125,15 @@ absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name,
   req.set_gid(caller.gid);
   if (auto p = ParentModeGid(parent); p && (p->first & S_ISGID)) req.set_gid(p->second);
   NoteOwnEntry(parent, name);
-  auto made = meta_->Symlink(req);
+  Attr dir_after;
+  auto made = meta_->Symlink(req, &dir_after);
   if (!made.ok()) {
     TakeOwnEntry(parent, name);
     return made.status();
   }
   Attr a = *made;
   cache_.PutEntry(parent, name, a.ino());
-  cache_.DropAttr(parent);
+  DirChanged(parent, dir_after);
   Remember(a);
   inodes_.AddLookup(a.ino());
   return a;
@@ -141,14 +143,15 @@ absl::StatusOr<Attr> Filesystem::Link(uint64_t ino, uint64_t new_parent, std::st
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(new_name));
   NoteOwnEntry(new_parent, new_name);
-  auto linked = meta_->Link(ino, new_parent, new_name);
+  Attr dir_after;
+  auto linked = meta_->Link(ino, new_parent, new_name, &dir_after);
   if (!linked.ok()) {
     TakeOwnEntry(new_parent, new_name);
     return linked.status();
   }
   Attr a = *linked;
   cache_.PutEntry(new_parent, new_name, a.ino());
-  cache_.DropAttr(new_parent);
+  DirChanged(new_parent, dir_after);
   Remember(a);
   if (auto f = inodes_.File(ino)) f->NoteOwnAttrChange(a);
   inodes_.AddLookup(a.ino());
@@ -159,14 +162,15 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
   NoteOwnEntry(parent, name);
-  auto a = meta_->Unlink(parent, name);
+  Attr dir_after;
+  auto a = meta_->Unlink(parent, name, &dir_after);
   cache_.DropEntry(parent, name);
   if (!a.ok()) {
     TakeOwnEntry(parent, name);
     return a.status();
   }
   cache_.PutEntry(parent, name, 0);
-  cache_.DropAttr(parent);
+  DirChanged(parent, dir_after);
   if (a->nlink() > 0) {
     Remember(*a);
   } else {
@@ -180,14 +184,15 @@ absl::Status Filesystem::Rmdir(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
   NoteOwnEntry(parent, name);
-  absl::Status s = meta_->Rmdir(parent, name);
+  Attr dir_after;
+  absl::Status s = meta_->Rmdir(parent, name, &dir_after);
   cache_.DropEntry(parent, name);
   if (!s.ok()) {
     TakeOwnEntry(parent, name);
     return s;
   }
   cache_.PutEntry(parent, name, 0);
-  cache_.DropAttr(parent);
+  DirChanged(parent, dir_after);
   return absl::OkStatus();
 }
 
@@ -212,8 +217,8 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
     TakeOwnEntry(new_parent, new_name);
     return r.status();
   }
-  cache_.DropAttr(parent);
-  cache_.DropAttr(new_parent);
+  DirChanged(parent, r->parent_attr());
+  DirChanged(new_parent, r->new_parent_attr());
   if (r->has_moved() && r->moved().ino() != 0) {
     Remember(r->moved());
     if (!(flags & 2 /* RENAME_EXCHANGE */)) {

@@ -190,7 +190,7 @@ absl::Status FakeFiler::ReadDir(uint64_t ino, uint64_t cookie, uint32_t limit, b
   return absl::OkStatus();
 }
 
-absl::StatusOr<Attr> FakeFiler::Create(const filer::CreateRequest& req) {
+absl::StatusOr<Attr> FakeFiler::Create(const filer::CreateRequest& req, Attr* dir_after) {
   RETURN_IF_ERROR(Check());
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Node * d, Dir(req.parent()));
@@ -212,6 +212,7 @@ absl::StatusOr<Attr> FakeFiler::Create(const filer::CreateRequest& req) {
   if (S_ISDIR(mode)) d->attr.set_nlink(d->attr.nlink() + 1);
   AddName(d, req.name(), ino);
   Touch(d, true);
+  if (dir_after) *dir_after = d->attr;
   Attr a = n.attr;
   nodes_.emplace(ino, std::move(n));
   if (req.open_handle()) ++open_[ino];
@@ -219,7 +220,7 @@ absl::StatusOr<Attr> FakeFiler::Create(const filer::CreateRequest& req) {
   return a;
 }
 
-absl::StatusOr<Attr> FakeFiler::Symlink(const filer::SymlinkRequest& req) {
+absl::StatusOr<Attr> FakeFiler::Symlink(const filer::SymlinkRequest& req, Attr* dir_after) {
   RETURN_IF_ERROR(Check());
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Node * d, Dir(req.parent()));
@@ -232,13 +233,14 @@ absl::StatusOr<Attr> FakeFiler::Symlink(const filer::SymlinkRequest& req) {
   uint64_t ino = n.attr.ino();
   AddName(d, req.name(), ino);
   Touch(d, true);
+  if (dir_after) *dir_after = d->attr;
   Attr a = n.attr;
   nodes_.emplace(ino, std::move(n));
   Emit(filer::EVENT_CREATE, ino, req.parent(), req.name());
   return a;
 }
 
-absl::StatusOr<Attr> FakeFiler::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name) {
+absl::StatusOr<Attr> FakeFiler::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name, Attr* dir_after) {
   RETURN_IF_ERROR(Check());
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Node * d, Dir(new_parent));
@@ -250,11 +252,12 @@ absl::StatusOr<Attr> FakeFiler::Link(uint64_t ino, uint64_t new_parent, std::str
   n->attr.set_nlink(n->attr.nlink() + 1);
   Touch(n, false);
   Touch(d, true);
+  if (dir_after) *dir_after = d->attr;
   Emit(filer::EVENT_CREATE, ino, new_parent, std::string(new_name));
   return n->attr;
 }
 
-absl::StatusOr<Attr> FakeFiler::Unlink(uint64_t parent, std::string_view name) {
+absl::StatusOr<Attr> FakeFiler::Unlink(uint64_t parent, std::string_view name, Attr* dir_after) {
   RETURN_IF_ERROR(Check());
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Node * d, Dir(parent));
@@ -265,6 +268,7 @@ absl::StatusOr<Attr> FakeFiler::Unlink(uint64_t parent, std::string_view name) {
   if (S_ISDIR(n->attr.mode())) return PosixError(EISDIR, "is a directory");
   RemoveName(d, std::string(name));
   Touch(d, true);
+  if (dir_after) *dir_after = d->attr;
   Attr before = n->attr;
   DropLink(ino);
   Node* after = Find(ino);
@@ -274,7 +278,7 @@ absl::StatusOr<Attr> FakeFiler::Unlink(uint64_t parent, std::string_view name) {
   return a;
 }
 
-absl::Status FakeFiler::Rmdir(uint64_t parent, std::string_view name) {
+absl::Status FakeFiler::Rmdir(uint64_t parent, std::string_view name, Attr* dir_after) {
   RETURN_IF_ERROR(Check());
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Node * d, Dir(parent));
@@ -288,6 +292,7 @@ absl::Status FakeFiler::Rmdir(uint64_t parent, std::string_view name) {
   RemoveName(d, std::string(name));
   d->attr.set_nlink(d->attr.nlink() - 1);
   Touch(d, true);
+  if (dir_after) *dir_after = d->attr;
   DropLink(ino);
   Emit(filer::EVENT_DELETE, ino, parent, std::string(name));
   return absl::OkStatus();
@@ -324,6 +329,8 @@ absl::StatusOr<filer::RenameResponse> FakeFiler::Rename(const filer::RenameReque
     Touch(Find(other), false);
     *resp.mutable_moved() = moved->attr;
     *resp.mutable_replaced() = Find(other)->attr;
+    *resp.mutable_parent_attr() = from->attr;
+    *resp.mutable_new_parent_attr() = to->attr;
     Emit(filer::EVENT_RENAME, ino, req.parent(), req.name(), req.new_parent(), req.new_name());
     return resp;
   }
@@ -354,6 +361,8 @@ absl::StatusOr<filer::RenameResponse> FakeFiler::Rename(const filer::RenameReque
   Touch(to, true);
   Touch(moved, false);
   *resp.mutable_moved() = moved->attr;
+  *resp.mutable_parent_attr() = from->attr;
+  *resp.mutable_new_parent_attr() = to->attr;
   Emit(filer::EVENT_RENAME, ino, req.parent(), req.name(), req.new_parent(), req.new_name());
   return resp;
 }

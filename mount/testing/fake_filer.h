@@ -27,11 +27,11 @@ class FakeFiler : public MetaClient {
   absl::StatusOr<Attr> GetAttr(uint64_t ino) override;
   absl::Status ReadDir(uint64_t ino, uint64_t cookie, uint32_t limit, bool with_attrs,
                        const std::function<bool(filer::DirEntry&&)>& fn) override;
-  absl::StatusOr<Attr> Create(const filer::CreateRequest& req) override;
-  absl::StatusOr<Attr> Symlink(const filer::SymlinkRequest& req) override;
-  absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name) override;
-  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name) override;
-  absl::Status Rmdir(uint64_t parent, std::string_view name) override;
+  absl::StatusOr<Attr> Create(const filer::CreateRequest& req, Attr* dir_after) override;
+  absl::StatusOr<Attr> Symlink(const filer::SymlinkRequest& req, Attr* dir_after) override;
+  absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name, Attr* dir_after) override;
+  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name, Attr* dir_after) override;
+  absl::Status Rmdir(uint64_t parent, std::string_view name, Attr* dir_after) override;
   absl::StatusOr<filer::RenameResponse> Rename(const filer::RenameRequest& req) override;
   absl::StatusOr<Attr> SetAttr(const filer::SetAttrRequest& req) override;
   absl::StatusOr<std::string> GetXattr(uint64_t ino, std::string_view name) override;
