@@ -1,5 +1,6 @@
 #include "shared/file_id.h"
 
+#include <bit>
 #include <charconv>
 
 #include "shared/strings.h"
@@ -17,9 +18,9 @@ bool ParseHex(std::string_view s, uint64_t* out) {
 }  // namespace
 
 std::string FileId::ToString() const {
-  std::string key_hex = fmt::format("{:x}", key);
-  if (key_hex.size() % 2) key_hex.insert(0, "0");
-  return fmt::format("{},{}{:08x}", volume_id, key_hex, cookie);
+  // The key in hex, padded to an even number of digits (SeaweedFS's spelling).
+  int digits = key == 0 ? 1 : (std::bit_width(key) + 3) / 4;
+  return fmt::format("{},{:0{}x}{:08x}", volume_id, key, digits + digits % 2, cookie);
 }
 
 absl::StatusOr<FileId> FileId::Parse(std::string_view s) {

@@ -11,6 +11,11 @@ TEST_CASE("file id parses SeaweedFS spelling") {
   CHECK(id->key == 0x01);
   CHECK(id->cookie == 0x637037d6);
   CHECK(id->ToString() == "3,01637037d6");
+  // The key takes an even number of hex digits.
+  CHECK((FileId{1, 0, 0}).ToString() == "1,0000000000");
+  CHECK((FileId{1, 0xabc, 1}).ToString() == "1,0abc00000001");
+  CHECK((FileId{7, 0x1234, 0xff}).ToString() == "7,1234000000ff");
+  CHECK((FileId{7, ~0ULL, 0}).ToString() == "7,ffffffffffffffff00000000");
 }
 
 TEST_CASE("file id round trips large keys and sibling suffixes") {
