@@ -7,6 +7,7 @@
 #include <rocksdb/write_batch.h>
 
 #include "filer/store/kv_store.h"
+#include "shared/metrics.h"
 #include "shared/strings.h"
 
 namespace kelp::filer {
@@ -54,7 +55,10 @@ class RocksIterator : public KvIterator {
 
 class RocksKvStore : public KvStore {
  public:
-  explicit RocksKvStore(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {}
+  explicit RocksKvStore(std::unique_ptr<rocksdb::DB> db)
+      : db_(std::move(db)),
+        wal_syncs_(MetricsRegistry::Default().GetCounter(
+            "kelp_filer_wal_syncs_total", "WAL syncs (fsync, synced writes); a sync with nothing new is skipped")) {}
   ~RocksKvStore() override {
     if (db_) {
       db_->FlushWAL(true);
@@ -84,6 +88,7 @@ class RocksKvStore : public KvStore {
     // A synced write syncs the WAL up to itself, so everything published before it too.
     rocksdb::SequenceNumber before = sync ? db_->GetLatestSequenceNumber() : 0;
     rocksdb::Status s = db_->Write(wo, &wb);
+    if (sync) wal_syncs_->Inc();
     if (s.ok() && sync) MarkSynced(before);
     return FromRocks(s, "write");
   }
@@ -101,6 +106,7 @@ class RocksKvStore : public KvStore {
     rocksdb::SequenceNumber latest = db_->GetLatestSequenceNumber();
     if (latest <= synced_.load()) return absl::OkStatus();
     rocksdb::Status s = db_->FlushWAL(true);
+    wal_syncs_->Inc();
     if (s.ok()) MarkSynced(latest);
     return FromRocks(s, "sync WAL");
   }
@@ -123,6 +129,7 @@ class RocksKvStore : public KvStore {
   std::unique_ptr<rocksdb::DB> db_;
   // Every write up to this sequence number is in the synced WAL.
   std::atomic<rocksdb::SequenceNumber> synced_{0};
+  Counter* const wal_syncs_;
 };
 
 }  // namespace
