@@ -133,6 +133,80 @@ TEST_CASE("grpc: namespace operations, and errno travels back") {
   CHECK(metrics.find("kelp_filer_inodes") != std::string::npos);
 }
 
+// The mount caches these instead of asking for the directory again after every change.
+TEST_CASE("grpc: namespace replies carry the directory's attributes after the change") {
+  Harness h(KELP_BACKENDS);
+  Server s(h.fs.get());
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(s.port), grpc::InsecureChannelCredentials());
+  auto stub = Filer::NewStub(channel);
+  auto call = [&](auto method, const auto& req, auto* resp) {
+    grpc::ClientContext ctx;
+    return ((*stub).*method)(&ctx, req, resp).ok();
+  };
+  uint64_t d = h.Mkdir(1, "d");
+  uint64_t e = h.Mkdir(1, "e");
+  uint64_t before = h.fs->GetAttr(d)->version();
+
+  AttrResponse created;
+  REQUIRE(call(&Filer::Stub::Create, File(d, "f"), &created));
+  CHECK(created.parent_attr().ino() == d);
+  CHECK(created.parent_attr().version() > before);
+  CHECK(created.parent_attr().mtime_ns() == h.fs->GetAttr(d)->mtime_ns());
+
+  CreateRequest sub = File(d, "sub");
+  sub.set_mode(S_IFDIR | 0755);
+  AttrResponse mk;
+  REQUIRE(call(&Filer::Stub::Create, sub, &mk));
+  CHECK(mk.parent_attr().nlink() == 3);
+
+  SymlinkRequest sl;
+  sl.set_parent(d);
+  sl.set_name("l");
+  sl.set_target("f");
+  AttrResponse linked;
+  REQUIRE(call(&Filer::Stub::Symlink, sl, &linked));
+  CHECK(linked.parent_attr().ino() == d);
+
+  LinkRequest hl;
+  hl.set_ino(created.attr().ino());
+  hl.set_new_parent(e);
+  hl.set_new_name("f2");
+  AttrResponse hard;
+  REQUIRE(call(&Filer::Stub::Link, hl, &hard));
+  CHECK(hard.parent_attr().ino() == e);
+
+  RenameRequest rn;
+  rn.set_parent(d);
+  rn.set_name("f");
+  rn.set_new_parent(e);
+  rn.set_new_name("g");
+  RenameResponse renamed;
+  REQUIRE(call(&Filer::Stub::Rename, rn, &renamed));
+  CHECK(renamed.parent_attr().ino() == d);
+  CHECK(renamed.new_parent_attr().ino() == e);
+
+  UnlinkRequest ul;
+  ul.set_parent(e);
+  ul.set_name("g");
+  UnlinkResponse unlinked;
+  REQUIRE(call(&Filer::Stub::Unlink, ul, &unlinked));
+  CHECK(unlinked.parent_attr().ino() == e);
+  CHECK(unlinked.parent_attr().version() == h.fs->GetAttr(e)->version());
+
+  UnlinkRequest rd;
+  rd.set_parent(d);
+  rd.set_name("sub");
+  RmdirResponse removed;
+  REQUIRE(call(&Filer::Stub::Rmdir, rd, &removed));
+  CHECK(removed.parent_attr().ino() == d);
+  CHECK(removed.parent_attr().nlink() == 2);
+
+  // A failed change carries nothing.
+  AttrResponse dup;
+  CHECK_FALSE(call(&Filer::Stub::Create, File(d, "l"), &dup));
+  CHECK(dup.parent_attr().ino() == 0);
+}
+
 TEST_CASE("grpc: readdir streams a big directory in batches with stable cookies") {
   Harness h("memory");
   Server s(h.fs.get());
