@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   librocksdb-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libxxhash-dev libfmt-dev libspdlog-dev libboost-dev catch2 nlohmann-json3-dev
   libfuse3-dev fuse3 curl attr psmisc procps python3
