@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "shared/grpc_status.h"
+#include "shared/security/security.h"
 
 namespace kelp::filer {
 
@@ -15,7 +16,7 @@ std::unique_ptr<FilerClient> FilerClient::Connect(const std::string& grpc_addres
   args.SetMaxReceiveMessageSize(options.max_receive_bytes);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
   auto channel =
-      grpc::CreateCustomChannel(grpc_address, grpc::InsecureChannelCredentials(), args);
+      grpc::CreateCustomChannel(grpc_address, security::ChannelCredentials(), args);
   return std::make_unique<FilerClient>(std::move(channel), options);
 }
 

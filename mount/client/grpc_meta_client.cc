@@ -5,6 +5,7 @@
 #include "shared/grpc_status.h"
 #include "shared/status.h"
 #include "shared/strings.h"
+#include "shared/security/security.h"
 
 namespace kelp::mount {
 namespace {
@@ -60,7 +61,7 @@ GrpcMetaClient::GrpcMetaClient(const std::string& grpc_address, int rpc_timeout_
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  channel_ = grpc::CreateCustomChannel(grpc_address, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(grpc_address, security::ChannelCredentials(), args);
   stub_ = filer::Filer::NewStub(channel_);
 }
 

@@ -193,3 +193,172 @@ TEST_CASE("many concurrent clients") {
   f.server.Stop();
   CHECK_FALSE(client.Get(f.addr(), "/small").ok());
 }
+
+// ---- client faults are 4xx; limits (docs/reliability.md) ---------------------------------
+
+namespace {
+
+uint64_t Responses(const std::string& server, const char* cls) {
+  return kelp::MetricsRegistry::Default()
+      .GetCounter("kelp_http_responses_total", "", {{"server", server}, {"class", cls}})
+      ->value();
+}
+uint64_t CounterOf(const char* name, const std::string& server) {
+  return kelp::MetricsRegistry::Default().GetCounter(name, "", {{"server", server}})->value();
+}
+
+// Waits up to 10 s for cond; a condition, never a fixed sleep.
+template <typename F>
+bool Eventually(F cond) {
+  for (int i = 0; i < 1000; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cond();
+}
+
+// Reads until the server closes (or 5 s pass).
+std::string ReadToClose(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, n);
+  return out;
+}
+
+struct LimitedFixture {
+  TestHandler handler;
+  HttpServer server;
+  explicit LimitedFixture(HttpServer::Options o) : server(std::move(o), &handler) { REQUIRE(server.Start().ok()); }
+  std::string addr() const { return "127.0.0.1:" + std::to_string(server.port()); }
+};
+
+}  // namespace
+
+TEST_CASE("a body the client cuts short is answered and counted as a client error, not a 500") {
+  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .name = "t-cut"});
+  uint64_t c4 = Responses("t-cut", "4xx"), c5 = Responses("t-cut", "5xx");
+  for (const char* wire : {"PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\npartial",
+                           "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nff\r\nabc"}) {
+    int fd = Dial(f.server.port());
+    send(fd, wire, strlen(wire), MSG_NOSIGNAL);
+    close(fd);
+  }
+  // A reset mid-body (RST instead of FIN) too.
+  {
+    int fd = Dial(f.server.port());
+    std::string w = "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\npartial";
+    send(fd, w.data(), w.size(), MSG_NOSIGNAL);
+    linger lg{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+  }
+  CHECK(Eventually([&] { return Responses("t-cut", "4xx") >= c4 + 3; }));
+  CHECK(Responses("t-cut", "5xx") == c5);
+  // A malformed chunked body is the client's fault as well, and says so.
+  std::string out = Exchange(f.server.port(),
+                             "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
+  CHECK(out.find("HTTP/1.1 400") == 0);
+  CHECK(Responses("t-cut", "5xx") == c5);
+}
+
+TEST_CASE("a request head sent byte by byte (slowloris) gets 408 and does not hold up others") {
+  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .name = "t-slow", .request_timeout_ms = 400});
+  uint64_t timeouts = CounterOf("kelp_http_timeouts_total", "t-slow");
+  int fd = Dial(f.server.port());
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    std::string head = "GET /small HTTP/1.1\r\nHost: x\r\nX-Padding: " + std::string(1000, 'p');
+    for (char ch : head) {
+      if (stop || send(fd, &ch, 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  // Others are served meanwhile.
+  HttpClient client;
+  for (int i = 0; i < 20; ++i) {
+    auto r = client.Get(f.addr(), "/small");
+    REQUIRE(r.ok());
+    CHECK(r->body == "tiny");
+  }
+  std::string out = ReadToClose(fd);
+  stop = true;
+  drip.join();
+  close(fd);
+  CHECK(out.find("HTTP/1.1 408") == 0);
+  CHECK(CounterOf("kelp_http_timeouts_total", "t-slow") > timeouts);
+}
+
+TEST_CASE("an idle keep-alive connection is closed after the idle timeout") {
+  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .name = "t-idle", .idle_timeout_ms = 300});
+  int fd = Dial(f.server.port());
+  std::string req = "GET /small HTTP/1.1\r\nHost: x\r\n\r\n";
+  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::string out = ReadToClose(fd);  // the answer, then the close once idle
+  close(fd);
+  CHECK(out.find("tiny") != std::string::npos);
+  CHECK(out.find("408") == std::string::npos);
+}
+
+TEST_CASE("thousands of idle connections cannot lock other clients out") {
+  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .max_connections = 100, .name = "t-many"});
+  uint64_t evicted = CounterOf("kelp_http_connections_evicted_total", "t-many");
+  std::vector<int> hogs;
+  for (int i = 0; i < 1000; ++i) hogs.push_back(Dial(f.server.port()));
+  // Each new client evicts an idle hog: the server stays at its limit and keeps serving.
+  for (int i = 0; i < 20; ++i) {
+    HttpClient client;
+    auto r = client.Get(f.addr(), "/small");
+    REQUIRE(r.ok());
+    CHECK(r->body == "tiny");
+  }
+  CHECK(CounterOf("kelp_http_connections_evicted_total", "t-many") >= evicted + 20);
+  CHECK(kelp::MetricsRegistry::Default().GetGauge("kelp_http_connections", "", {{"server", "t-many"}})->value() <= 100);
+  for (int fd : hogs) close(fd);
+}
+
+TEST_CASE("a streamed body slower than the minimum rate gets 408 and frees its worker") {
+  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 1, .name = "t-rate",
+                                       .request_timeout_ms = 300, .body_min_rate = 1 << 20});
+  int fd = Dial(f.server.port());
+  std::string head = "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n";
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    while (!stop && send(fd, "0123456789", 10, MSG_NOSIGNAL) == 10) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  std::string out = ReadToClose(fd);
+  stop = true;
+  drip.join();
+  close(fd);
+  CHECK(out.find("HTTP/1.1 408") == 0);
+  // The one worker is free again.
+  HttpClient client;
+  auto r = client.Do("PUT", f.addr(), "/echo", {}, "after");
+  REQUIRE(r.ok());
+  CHECK(r->body == "after");
+}
+
+TEST_CASE("a 10 GiB Content-Length or an endless chunked body is refused without buffering it") {
+  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .name = "t-huge"});
+  std::string out = Exchange(f.server.port(), "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10737418240\r\n\r\nabc",
+                             false);
+  CHECK(out.find("HTTP/1.1 413") == 0);
+  // Chunked: the handler's limit (16 MiB) stops it part way.
+  int fd = Dial(f.server.port());
+  std::string head = "PUT /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::string chunk = "10000\r\n" + std::string(0x10000, 'z') + "\r\n";
+  std::thread feed([&] {
+    for (int i = 0; i < 1024; ++i) {  // up to 64 MiB
+      if (send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(chunk.size())) break;
+    }
+  });
+  std::string resp = ReadToClose(fd);
+  shutdown(fd, SHUT_RDWR);
+  feed.join();
+  close(fd);
+  CHECK(resp.find("HTTP/1.1 413") == 0);
+}
