@@ -3,6 +3,9 @@
 // the filer's GC deletes and `kelp benchmark` work through it; requests without the right
 // token are refused (401) and change nothing; gRPC clients without a certificate of the CA
 // are refused; no key reaches a log or a command line.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -269,4 +272,53 @@ TEST_CASE("a malformed security.toml stops the server with a clear error") {
   REQUIRE(f.ok());
   CHECK((*f)->Wait(std::chrono::seconds(20)) == 1);
   CHECK((*f)->Log().find("shorter than 16 bytes") != std::string::npos);
+}
+
+namespace {
+
+bool Mounted(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(" " + dir + " ") != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a mount with -security writes and reads through tokens and mutual TLS") {
+  if (access("/dev/fuse", R_OK | W_OK) != 0 || geteuid() != 0) {
+    WARN("skipped: needs root and /dev/fuse");
+    return;
+  }
+  TempDir tmp("kelp-security-mount");
+  std::string dir = tmp.Sub("mnt");
+  std::filesystem::create_directories(dir);
+  auto m = Process::Start({KelpBinary(), "mount", StrCat("-dir=", dir), StrCat("-filer=", C().filer()),
+                           "-cacheCapacityMB=0", StrCat("-security=", C().toml())},
+                          tmp.Sub("mount.log"));
+  REQUIRE(m.ok());
+  struct Unmount {
+    std::string dir;
+    Process* p;
+    ~Unmount() {
+      p->Stop();
+      if (Mounted(dir)) (void)!system(("fusermount3 -uz " + dir).c_str());
+    }
+  } unmount{dir, m->get()};
+  INFO((*m)->Log());
+  REQUIRE(WaitFor([&] { return Mounted(dir); }, std::chrono::seconds(20)));
+  const std::string data = RandomBytes((5 << 20) + 123, 11);  // more than one chunk
+  {
+    std::ofstream out(dir + "/through-mount.bin", std::ios::binary);
+    out.write(data.data(), data.size());
+    out.close();
+    REQUIRE(out.good());
+  }
+  // Read back through the mount (its own read tokens) and through the filer's API.
+  CHECK((ReadFile(dir + "/through-mount.bin") == data));
+  auto g = C().Do("GET", C().filer(), "/through-mount.bin", C().FilerReadToken());
+  CHECK(g.status == 200);
+  CHECK((g.body == data));
 }

@@ -63,7 +63,7 @@ std::string ReadFile(const std::string& p) {
 
 }  // namespace
 
-TEST_CASE("gRPC with [grpc] certificates is mutual TLS: only certificates of the CA get in") {
+TEST_CASE("gRPC with the certificates of security.toml is mutual TLS: only certificates of the CA get in") {
   TempDir dir;
   auto pki = testing::MakeTestPki(dir.path);
   REQUIRE(pki.ok());
@@ -99,7 +99,7 @@ TEST_CASE("gRPC with [grpc] certificates is mutual TLS: only certificates of the
   server->Shutdown();
 }
 
-TEST_CASE("without [grpc] ca, credentials are plaintext and no SSL_CTX is made") {
+TEST_CASE("without a CA, credentials are plaintext and no SSL_CTX is made") {
   SecurityConfig none;
   auto s = GrpcServerCredentials(none, kFilerComponent);
   REQUIRE(s.ok());

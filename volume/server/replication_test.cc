@@ -109,7 +109,7 @@ TEST_CASE("POST /sync syncs every copy of a replicated volume, a dead replica fa
   CHECK(a.Do("POST", "/sync?volumes=5").status == 503);
 }
 
-TEST_CASE("with [jwt.signing], writes need a token; the forward to the replica carries its own") {
+TEST_CASE("with a signing key, replicated writes need a token and the forward to the replica carries its own") {
   kelp::security::SecurityConfig cfg;
   cfg.volume_write.key = "replication-test-key-0123";
   cfg.volume_read.key = "replication-test-read-key";
