@@ -35,15 +35,15 @@ targets() {
   find "$BUILD/fuzz" -maxdepth 1 -type f -perm -u+x -name '*_fuzz' -printf '%f\n' | sort
 }
 
-# run_one TARGET SECONDS [extra libFuzzer flags...]: prints one summary line.
+# run_one TARGET SECONDS LOGNAME [extra libFuzzer flags...]: prints one summary line.
 run_one() {
-  local t=$1 secs=$2; shift 2
+  local t=$1 secs=$2 logname=$3; shift 3
   if [ ! -d "$SEEDS/$t" ]; then
     echo "fuzz: $t has no seed corpus $SEEDS/$t" >&2
     return 1
   fi
   mkdir -p "$BUILD/corpus/$t" "$BUILD/crashes" "$BUILD/logs"
-  local log="$BUILD/logs/$t.log"
+  local log="$BUILD/logs/$logname.log"
   local rc=0
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
     "$BUILD/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
@@ -69,13 +69,13 @@ case "$cmd" in
     [ -d "$BUILD/fuzz" ] || exit 0  # clang missing: build() said so
     passed=0 failed=0
     for t in $(targets); do
-      if run_one "$t" "${2:-5}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+      if run_one "$t" "${2:-5}" "$t.smoke"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
     done
     echo "fuzz: $passed passed, $failed failed"
     [ "$failed" -eq 0 ] ;;
   run)
     [ $# -ge 3 ] || { echo "usage: $0 run TARGET SECONDS" >&2; exit 2; }
     build >/dev/null
-    run_one "$2" "$3" ;;
+    run_one "$2" "$3" "$2" ;;
   *) echo "usage: $0 build|list|smoke [SECONDS]|run TARGET SECONDS" >&2; exit 2 ;;
 esac

@@ -68,16 +68,7 @@ class SecureCluster {
     REQUIRE(v.ok());
     volume_ = std::move(*v);
     // The heartbeat travels over mutual TLS: the server shows up only if that works.
-    REQUIRE(WaitFor(
-        [&] {
-          json s = Status();
-          if (!s.contains("topology")) return false;
-          for (const auto& srv : s["topology"]["servers"]) {
-            if (srv["alive"].get<bool>()) return true;
-          }
-          return false;
-        },
-        std::chrono::seconds(20)));
+    REQUIRE(WaitForLiveVolume(filer(), std::chrono::seconds(20)));
   }
   ~SecureCluster() {
     volume_->Stop();

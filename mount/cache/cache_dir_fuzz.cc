@@ -29,18 +29,10 @@ TierLayout g_layout{32 << 10, 1 << 20, 64 << 10, 256 << 10};
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   kelp::fuzz::QuietLogs();
-  std::string tmpl = (getenv("TMPDIR") ? std::string(getenv("TMPDIR")) : std::string("/tmp")) + "/kelp-fuzz-XXXXXX";
-  char* dir = mkdtemp(tmpl.data());
-  if (!dir) std::abort();
-  g_path = std::string(dir) + "/cache";
+  g_path = kelp::fuzz::TempDirForRun() + "/cache";
   auto d = CacheDir::Open(g_path, g_layout);
   if (!d.ok()) std::abort();
   g_dir = std::move(*d);
-  std::atexit([] {
-    g_dir.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(std::filesystem::path(g_path).parent_path(), ec);
-  });
   return 0;
 }
 

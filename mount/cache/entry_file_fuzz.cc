@@ -51,12 +51,8 @@ void FixUp(uint8_t flags, Tier tier, std::string* file) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   kelp::fuzz::QuietLogs();
-  std::string tmpl = (getenv("TMPDIR") ? std::string(getenv("TMPDIR")) : std::string("/tmp")) + "/kelp-fuzz-XXXXXX";
-  char* dir = mkdtemp(tmpl.data());
-  if (!dir) std::abort();
-  g_dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  static std::string path = dir;
-  std::atexit([] { rmdir(path.c_str()); });  // the entry file is removed after every input
+  g_dirfd = open(kelp::fuzz::TempDirForRun().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (g_dirfd < 0) std::abort();
   return 0;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 
 #include "shared/log.h"
 
@@ -20,5 +22,19 @@ namespace kelp::fuzz {
 
 // Logging off: decoders warn about every bad input, and a fuzzer makes millions.
 inline void QuietLogs() { spdlog::set_level(spdlog::level::off); }
+
+// A fresh directory under $TMPDIR (or /tmp) for targets that go through files, removed with
+// everything in it when the process exits.
+inline std::string TempDirForRun() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base ? base : "/tmp") + "/kelp-fuzz-XXXXXX";
+  if (!mkdtemp(tmpl.data())) std::abort();
+  static std::string path = tmpl;
+  std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  });
+  return tmpl;
+}
 
 }  // namespace kelp::fuzz
