@@ -2,10 +2,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -361,4 +365,62 @@ TEST_CASE("a 10 GiB Content-Length or an endless chunked body is refused without
   feed.join();
   close(fd);
   CHECK(resp.find("HTTP/1.1 413") == 0);
+}
+
+TEST_CASE("out of file descriptors the server neither spins nor stops serving") {
+  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 1, .name = "t-emfile"});
+  // Room for a few more descriptors than are open, no more (new ones take the lowest free
+  // numbers, and the limit bounds the number).
+  int open_fds = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++open_fds;
+  rlimit old;
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+  rlimit low = old;
+  low.rlim_cur = open_fds + 8;
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+  uint64_t refused = CounterOf("kelp_http_connections_refused_total", "t-emfile");
+  // The clients live in a child process: their descriptors do not count against ours.
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit high = old;
+    setrlimit(RLIMIT_NOFILE, &high);
+    std::vector<int> fds;
+    for (int i = 0; i < 50; ++i) {
+      int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(f.server.port());
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) fds.push_back(fd);
+    }
+    (void)!write(ready[1], "r", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  CHECK(Eventually([&] { return CounterOf("kelp_http_connections_refused_total", "t-emfile") > refused; }));
+  // A spinning event loop would burn a core here.
+  rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  getrusage(RUSAGE_SELF, &after);
+  auto cpu_ms = [](const rusage& r) {
+    return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000 + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1000;
+  };
+  CHECK(cpu_ms(after) - cpu_ms(before) < 300);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  // Descriptors come back as the dead clients' connections close; service resumes.
+  CHECK(Eventually([&] {
+    HttpClient client;
+    auto r = client.Get(f.addr(), "/small");
+    return r.ok() && r->body == "tiny";
+  }));
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &old) == 0);
 }
