@@ -6,6 +6,12 @@ namespace kelp::filer {
 
 FilerHttpAuth::FilerHttpAuth(std::shared_ptr<const security::SecurityConfig> config) : config_(std::move(config)) {}
 
+absl::Status FilerHttpAuth::CheckUpgrade(const http::Request& req) const {
+  if (!config_->filer_write.enabled()) return absl::OkStatus();
+  return security::VerifyFilerToken(config_->filer_write,
+                                    security::TokenOf(req.header("Authorization"), req.query("jwt")));
+}
+
 bool FilerHttpAuth::IsOpen(const http::Request& req) {
   const std::string& p = req.path();
   return p == "/metrics" || p == "/status" || p == "/api/v1/health";

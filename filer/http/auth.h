@@ -22,6 +22,9 @@ class FilerHttpAuth {
 
   // OK when req may go on; Unauthenticated (HTTP 401) when it needs a token it lacks.
   absl::Status Check(const http::Request& req) const;
+  // For the upgrade to the metadata transport (shared/rpc), which reads and writes: a token
+  // of the write key when there is one.
+  absl::Status CheckUpgrade(const http::Request& req) const;
 
   // Whether req is one that writes (needs the write key), as opposed to a read.
   static bool IsWrite(const http::Request& req);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "shared/http/http_request.h"
@@ -35,6 +36,8 @@ class Conn {
   Conn& operator=(const Conn&) = delete;
 
   int fd() const { return fd_; }
+  // Gives the socket away (an upgrade): the destructor leaves it open.
+  int ReleaseFd() { return std::exchange(fd_, -1); }
   size_t buffered() const { return in_len_ - in_pos_; }
   std::string_view pending_input() const { return std::string_view(in_.data() + in_pos_, in_len_ - in_pos_); }
 

@@ -409,6 +409,18 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
         break;
       }
       c->Consume(r.consumed);
+      if (!opts_.upgrades.empty() && !req.head_.framing.chunked && req.head_.framing.content_length == 0) {
+        auto up = opts_.upgrades.find(req.head_.headers.Get("Upgrade"));
+        if (up != opts_.upgrades.end()) {
+          absl::Status allowed = opts_.upgrade_check ? opts_.upgrade_check(req) : absl::OkStatus();
+          if (!allowed.ok()) {
+            responses_[4]->Inc();
+            EmitError(c, HttpStatusOf(allowed), ToStd(allowed.message()));
+            break;
+          }
+          if (Upgrade(loop, c, up->second)) return;
+        }
+      }
       c->have_head_ = true;
       c->continue_sent_ = false;
       req.Begin(c);
@@ -439,6 +451,21 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
     c->request_start_ms_ = c->buffered() > 0 ? NowMs() : 0;  // a pipelined request has begun
   }
   FlushOrArm(loop, c);
+}
+
+bool HttpServer::Upgrade(Loop* loop, Conn* c, const std::function<void(int, std::string)>& to) {
+  // Responses to requests pipelined before the upgrade must be out first.
+  if (!c->out_empty() && (!c->FlushSome() || !c->out_empty())) return false;
+  epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd(), nullptr);
+  std::string initial(c->pending_input());
+  int fd = c->ReleaseFd();
+  connections_.fetch_sub(1);
+  open_->Add(-1);
+  requests_->Inc();
+  responses_[1]->Inc();  // the handler answers 101
+  loop->conns.erase(fd);  // destroys c
+  to(fd, std::move(initial));
+  return true;
 }
 
 void HttpServer::HandOff(Loop* loop, Conn* c) {

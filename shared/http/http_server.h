@@ -27,6 +27,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +60,14 @@ class HttpServer {
     int idle_timeout_ms = 120000;        // keep-alive connection with no request in progress
     int request_timeout_ms = 20000;      // a head from its first byte; the grace of a streamed body
     int64_t body_min_rate = 4096;        // bytes/s a streamed body averages after its grace; 0 = any
+    // Protocols this server hands connections over to (HTTP Upgrade, RFC 9110 7.8): a request
+    // without a body carrying `Upgrade: <protocol>` for a protocol named here is not answered;
+    // its socket and the bytes that came after its head go to the function, which owns them
+    // from then on (and answers 101 itself). Called on a loop thread: it must not block.
+    std::map<std::string, std::function<void(int fd, std::string initial)>, std::less<>> upgrades;
+    // Whether an upgrade request may go on (e.g. it carries a token): a non-OK status is the
+    // answer (401...) and the connection is closed. Empty = every upgrade may.
+    std::function<absl::Status(const Request&)> upgrade_check;
   };
 
   HttpServer(Options options, Handler* handler);
@@ -82,6 +92,8 @@ class HttpServer {
   void CloseConn(Loop* loop, Conn* conn);
   void FlushOrArm(Loop* loop, Conn* conn);
   void EmitError(Conn* conn, int status, std::string_view message);
+  // Hands an upgraded connection over (Options::upgrades); false if it cannot be now.
+  bool Upgrade(Loop* loop, Conn* conn, const std::function<void(int, std::string)>& to);
 
   Options opts_;
   Handler* handler_;
