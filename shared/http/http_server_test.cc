@@ -75,7 +75,7 @@ std::string Exchange(int port, const std::string& wire, bool half_close = true) 
 
 struct Fixture {
   TestHandler handler;
-  HttpServer server{HttpServer::Options{.loop_threads = 2, .worker_threads = 4}, &handler};
+  HttpServer server{[] { HttpServer::Options o; o.loop_threads = 2; o.worker_threads = 4; return o; }(), &handler};
   Fixture() { REQUIRE(server.Start().ok()); }
   std::string addr() const { return "127.0.0.1:" + std::to_string(server.port()); }
 };
@@ -240,7 +240,7 @@ struct LimitedFixture {
 }  // namespace
 
 TEST_CASE("a body the client cuts short is answered and counted as a client error, not a 500") {
-  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .name = "t-cut"});
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.name = "t-cut"; return o; }());
   uint64_t c4 = Responses("t-cut", "4xx"), c5 = Responses("t-cut", "5xx");
   for (const char* wire : {"PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\npartial",
                            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nff\r\nabc"}) {
@@ -267,7 +267,7 @@ TEST_CASE("a body the client cuts short is answered and counted as a client erro
 }
 
 TEST_CASE("a request head sent byte by byte (slowloris) gets 408 and does not hold up others") {
-  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .name = "t-slow", .request_timeout_ms = 400});
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.name = "t-slow"; o.request_timeout_ms = 400; return o; }());
   uint64_t timeouts = CounterOf("kelp_http_timeouts_total", "t-slow");
   int fd = Dial(f.server.port());
   std::atomic<bool> stop{false};
@@ -294,7 +294,7 @@ TEST_CASE("a request head sent byte by byte (slowloris) gets 408 and does not ho
 }
 
 TEST_CASE("an idle keep-alive connection is closed after the idle timeout") {
-  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .name = "t-idle", .idle_timeout_ms = 300});
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.name = "t-idle"; o.idle_timeout_ms = 300; return o; }());
   int fd = Dial(f.server.port());
   std::string req = "GET /small HTTP/1.1\r\nHost: x\r\n\r\n";
   send(fd, req.data(), req.size(), MSG_NOSIGNAL);
@@ -305,7 +305,7 @@ TEST_CASE("an idle keep-alive connection is closed after the idle timeout") {
 }
 
 TEST_CASE("thousands of idle connections cannot lock other clients out") {
-  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .max_connections = 100, .name = "t-many"});
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.max_connections = 100; o.name = "t-many"; return o; }());
   uint64_t evicted = CounterOf("kelp_http_connections_evicted_total", "t-many");
   std::vector<int> hogs;
   for (int i = 0; i < 1000; ++i) hogs.push_back(Dial(f.server.port()));
@@ -322,8 +322,7 @@ TEST_CASE("thousands of idle connections cannot lock other clients out") {
 }
 
 TEST_CASE("a streamed body slower than the minimum rate gets 408 and frees its worker") {
-  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 1, .name = "t-rate",
-                                       .request_timeout_ms = 300, .body_min_rate = 1 << 20});
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 1; o.name = "t-rate"; o.request_timeout_ms = 300; o.body_min_rate = 1 << 20; return o; }());
   int fd = Dial(f.server.port());
   std::string head = "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n";
   send(fd, head.data(), head.size(), MSG_NOSIGNAL);
@@ -346,7 +345,7 @@ TEST_CASE("a streamed body slower than the minimum rate gets 408 and frees its w
 }
 
 TEST_CASE("a 10 GiB Content-Length or an endless chunked body is refused without buffering it") {
-  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 2, .name = "t-huge"});
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.name = "t-huge"; return o; }());
   std::string out = Exchange(f.server.port(), "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10737418240\r\n\r\nabc",
                              false);
   CHECK(out.find("HTTP/1.1 413") == 0);
@@ -372,7 +371,7 @@ TEST_CASE("out of file descriptors the server neither spins nor stops serving") 
   WARN("skipped under TSan: its runtime takes descriptors of its own after the count");
   return;
 #endif
-  LimitedFixture f(HttpServer::Options{.loop_threads = 1, .worker_threads = 1, .name = "t-emfile"});
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 1; o.name = "t-emfile"; return o; }());
   // Room for a few more descriptors than are open, no more (new ones take the lowest free
   // numbers, and the limit bounds the number).
   int open_fds = 0;
