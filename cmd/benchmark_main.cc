@@ -23,6 +23,8 @@
 #include "shared/flags.h"
 #include "shared/http/http_client.h"
 #include "shared/log.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 #include "shared/strings.h"
 
 namespace kelp {
@@ -100,7 +102,11 @@ class Stats {
 
 class Benchmark {
  public:
-  explicit Benchmark(BenchOptions o) : opts_(std::move(o)), client_(ClientOptions(o.concurrency)) {}
+  explicit Benchmark(BenchOptions o) : opts_(std::move(o)), client_(ClientOptions(o.concurrency)) {
+    if (auto sec = security::Current(); sec->filer_write.enabled()) {
+      filer_token_ = security::SignFilerToken(sec->filer_write, 86400);
+    }
+  }
 
   int Run() {
     std::printf("This is Kelp's benchmark (weed benchmark compatible report), against filer %s\n\n",
@@ -135,7 +141,11 @@ class Benchmark {
   bool WriteOne(uint64_t i, std::string& buf, std::string& err) {
     std::string target = StrCat("/dir/assign?collection=", http::PercentEncodeQuery(opts_.collection));
     if (!opts_.replication.empty()) StrAppend(&target, "&replication=", opts_.replication);
-    auto a = client_.Get(opts_.filer, target);
+    // Tokens (docs/security.md): the filer's when its HTTP API is protected, then the one
+    // /dir/assign hands out for the upload.
+    http::Headers ah;
+    if (!filer_token_.empty()) ah.Set("Authorization", "Bearer " + filer_token_);
+    auto a = client_.Do("GET", opts_.filer, target, ah, {});
     if (!a.ok() || a->status != 200) {
       err = a.ok() ? StrCat("assign: HTTP ", a->status, " ", a->body) : StrCat("assign: ", a.status().ToString());
       return false;
@@ -147,7 +157,9 @@ class Benchmark {
     }
     std::string fid = j["fid"], url = j["url"];
     FillBlob(opts_.seed, i, &buf, opts_.size);
-    auto p = client_.Do("PUT", url, StrCat("/", fid, opts_.fsync ? "?fsync=true" : ""), {}, buf);
+    http::Headers ph;
+    if (j.contains("auth") && j["auth"].is_string()) ph.Set("Authorization", "Bearer " + j["auth"].get<std::string>());
+    auto p = client_.Do("PUT", url, StrCat("/", fid, opts_.fsync ? "?fsync=true" : ""), ph, buf);
     if (!p.ok() || p->status >= 300) {
       err = p.ok() ? StrCat("upload ", fid, ": HTTP ", p->status, " ", p->body)
                    : StrCat("upload ", fid, ": ", p.status().ToString());
@@ -161,7 +173,13 @@ class Benchmark {
 
   bool ReadOne(uint64_t i, std::string& buf, std::string& err) {
     const Record& r = records_[i];
-    auto g = client_.Get(UrlAt(r.url_index), "/" + r.fid);
+    http::Headers gh;
+    if (auto sec = security::Current(); sec->volume_read.enabled()) {
+      if (auto id = FileId::Parse(r.fid); id.ok()) {
+        gh.Set("Authorization", "Bearer " + security::SignFileIdToken(sec->volume_read, *id, 1));
+      }
+    }
+    auto g = client_.Do("GET", UrlAt(r.url_index), "/" + r.fid, gh, {});
     if (!g.ok() || g->status != 200) {
       err = g.ok() ? StrCat("read ", r.fid, ": HTTP ", g->status) : StrCat("read ", r.fid, ": ", g.status().ToString());
       return false;
@@ -266,6 +284,7 @@ class Benchmark {
   BenchOptions opts_;
   http::HttpClient client_;
   std::vector<Record> records_;
+  std::string filer_token_;  // for /dir/assign when [jwt.filer_signing] is set
   std::mutex urls_mu_;
   std::vector<std::string> urls_;
   std::map<std::string, uint32_t> url_ids_;
@@ -290,6 +309,8 @@ int BenchmarkMain(int argc, char** argv) {
   flags.Add("read", &o.read, "run the read phase (needs the write phase in the same run)");
   flags.Add("fsync", &o.fsync, "ask volume servers to fsync every write");
   flags.Add("seed", &o.seed, "seed for blob contents and read order");
+  std::string security_file;
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   if (o.concurrency < 1 || o.concurrency > 10000 || o.n < 1 || o.size < 1 || o.size > (256 << 20)) {
     std::fprintf(stderr, "kelp benchmark: -c must be in [1, 10000], -n >= 1, -size in [1, 256 MiB]\n");
@@ -300,6 +321,10 @@ int BenchmarkMain(int argc, char** argv) {
     return 2;
   }
   InitLogging("warn");
+  if (absl::Status s = security::InstallFromFile(security_file, security::kClientComponent); !s.ok()) {
+    std::fprintf(stderr, "kelp benchmark: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
   return Benchmark(o).Run();
 }
 

@@ -22,12 +22,13 @@ const Command kCommands[] = {
     {"mount", kelp::MountMain, "mount the filesystem with FUSE"},
     {"benchmark", kelp::BenchmarkMain, "write then read n blobs against a cluster, weed-style"},
     {"filer.fsck", kelp::FsckMain, "check (and with -fix repair) the filer's metadata"},
+    {"security.token", kelp::SecurityTokenMain, "print a token for the filer's HTTP API (docs/security.md)"},
     {"version", kelp::VersionMain, "print the version"},
 };
 
 void PrintUsage(FILE* out) {
   std::fprintf(out, "Kelp: a distributed filesystem.\n\nUsage: kelp <command> [flags]\n\nCommands:\n");
-  for (const auto& c : kCommands) std::fprintf(out, "  %-11s %s\n", c.name, c.summary);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.summary);
   std::fprintf(out, "\nRun 'kelp <command> -h' for the flags of a command.\n");
 }
 

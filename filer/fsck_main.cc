@@ -8,6 +8,7 @@
 #include "filer/fsck/fsck.h"
 #include "shared/flags.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
 
 namespace kelp {
 namespace {
@@ -45,6 +46,8 @@ int FsckMain(int argc, char** argv) {
             "volume servers to check chunk blobs against, comma-separated host:port (HTTP port; gRPC is "
             "port+10000, or say host:port.grpcPort)");
   flags.Add("v", &o.verbose, "verbose: progress lines too");
+  std::string security_file;
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   if (!flags.args().empty()) {
     std::fprintf(stderr, "kelp filer.fsck: unexpected argument \"%s\" (see 'kelp filer.fsck -h')\n",
@@ -57,6 +60,10 @@ int FsckMain(int argc, char** argv) {
   }
   o.volume_servers = SplitList(volumes);
   InitLogging("warn");
+  if (absl::Status s = security::InstallFromFile(security_file, security::kClientComponent); !s.ok()) {
+    std::fprintf(stderr, "kelp filer.fsck: %s\n", std::string(s.message()).c_str());
+    return filer::kFsckUsage;
+  }
   return filer::RunFsck(o, [](std::string_view line) {
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fputc('\n', stdout);

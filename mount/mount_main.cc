@@ -21,6 +21,7 @@
 #include "shared/log.h"
 #include "shared/signals.h"
 #include "shared/strings.h"
+#include "shared/security/security.h"
 
 namespace kelp {
 
@@ -33,12 +34,15 @@ int MountMain(int argc, char** argv) {
   mount::AddMountFlags(flags, opts);
   mount::cache::CacheFlags cache_flags;
   cache_flags.Register(&flags);
+  std::string security_file;
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   InitLogging(opts.debug ? "debug" : "info");
   auto fail = [](const absl::Status& s) {
     std::fprintf(stderr, "kelp mount: %s\n", std::string(s.message()).c_str());
     return 1;
   };
+  if (absl::Status s = security::InstallFromFile(security_file, security::kClientComponent); !s.ok()) return fail(s);
   if (absl::Status s = mount::ValidateMountOptions(opts); !s.ok()) return fail(s);
 
   filer::FilerClientOptions fco;

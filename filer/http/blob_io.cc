@@ -56,7 +56,7 @@ absl::StatusOr<std::string> VolumeBlobIo::Put(std::string_view data) {
     }
     if (a->locations_size() == 0) return PosixError(EIO, "assign returned no volume server");
     std::string url = UrlOf(a->locations(0));
-    auto up = client_->Upload(url, a->fid(), data);
+    auto up = client_->Upload(url, a->fid(), data, false, a->auth());
     if (up.ok()) {
       put_bytes_->Inc(data.size());
       return a->fid();

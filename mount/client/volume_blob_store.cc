@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "shared/log.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -39,7 +41,7 @@ absl::StatusOr<VolumeBlobStore::Assigned> VolumeBlobStore::NextFid() {
     if (pool_next_ < pool_count_) {
       FileId f = pool_base_;
       f.key += pool_next_++;
-      return Assigned{f, pool_urls_};
+      return Assigned{f, pool_urls_, pool_auth_};
     }
   }
   cluster::AssignRequest req;
@@ -57,9 +59,10 @@ absl::StatusOr<VolumeBlobStore::Assigned> VolumeBlobStore::NextFid() {
   pool_count_ = count;
   pool_next_ = 1;
   pool_urls_ = urls;
+  pool_auth_ = a.auth();
   std::vector<std::string> copy = pool_urls_;
   locations_[base.volume_id] = Locations{std::move(copy), std::chrono::steady_clock::now()};
-  return Assigned{base, std::move(urls)};
+  return Assigned{base, std::move(urls), a.auth()};
 }
 
 void VolumeBlobStore::DropPool() {
@@ -82,6 +85,8 @@ absl::StatusOr<std::string> VolumeBlobStore::Put(std::string_view data, bool fsy
     std::string target = kelp::StrCat("/", fid, fsync ? "?fsync=true" : "");
     http::Headers h;
     h.Set("Content-Type", "application/octet-stream");
+    // An expired token is a 401 here, and the retry below takes a fresh assignment.
+    if (!a->auth.empty()) h.Set("Authorization", "Bearer " + a->auth);
     auto r = http_->Do("PUT", a->urls.front(), target, h, data);
     if (r.ok() && r->status >= 200 && r->status < 300) {
       put_bytes_->Inc(data.size());
@@ -168,6 +173,12 @@ absl::Status VolumeBlobStore::GetFrom(const std::string& url, std::string_view f
                                       char* dst) {
   http::Headers h;
   h.Set("Range", kelp::StrCat("bytes=", offset, "-", offset + len - 1));
+  // Reads are signed here when this mount's security.toml holds [jwt.signing.read].
+  if (auto sec = security::Current(); sec->volume_read.enabled()) {
+    if (auto id = FileId::Parse(fid); id.ok()) {
+      h.Set("Authorization", "Bearer " + security::SignFileIdToken(sec->volume_read, *id, 1));
+    }
+  }
   std::string target = kelp::StrCat("/", fid);
   size_t got = 0;
   std::string extra;  // bytes past len: only when the server ignored Range and sent it all

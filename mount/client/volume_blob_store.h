@@ -49,6 +49,7 @@ class VolumeBlobStore : public BlobStore {
   struct Assigned {
     FileId fid;
     std::vector<std::string> urls;
+    std::string auth;  // the assignment's write token (docs/security.md); "" = none
   };
   struct Locations {
     std::vector<std::string> urls;
@@ -75,6 +76,7 @@ class VolumeBlobStore : public BlobStore {
   uint32_t pool_next_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t pool_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> pool_urls_ ABSL_GUARDED_BY(mu_);
+  std::string pool_auth_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, Locations> locations_ ABSL_GUARDED_BY(mu_);
 };
 
