@@ -56,6 +56,8 @@ int FsckMain(int argc, char** argv) {
     return filer::kFsckUsage;
   }
   o.volume_servers = SplitList(volumes);
+  // Progress on stderr, so stdout keeps only problems and the summary.
+  o.progress = [](std::string_view line) { std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data()); };
   InitLogging("warn");
   return filer::RunFsck(o, [](std::string_view line) {
     std::fwrite(line.data(), 1, line.size(), stdout);

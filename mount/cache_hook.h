@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "mount/core/chunk_cache.h"
@@ -20,8 +21,9 @@ class CacheHook {
   virtual ~CacheHook() = default;
   // Registers -cacheCapacityMB, -cacheDir and the cache's other flags.
   virtual void RegisterFlags(FlagSet* flags) = 0;
-  // Opens the cache for chunks of chunk_size bytes; nullptr when it is off.
-  virtual absl::StatusOr<ChunkCache*> Open(uint64_t chunk_size) = 0;
+  // Opens the cache for chunks of chunk_size bytes; nullptr when it is off. default_dir is
+  // the directory used when -cacheDir is not given (DefaultCacheDir in mount_options.h).
+  virtual absl::StatusOr<ChunkCache*> Open(uint64_t chunk_size, const std::string& default_dir) = 0;
   // Saves its index and logs its summary; after the last read.
   virtual void Close() = 0;
 };

@@ -9,9 +9,9 @@ class NoCacheHook : public CacheHook {
  public:
   void RegisterFlags(FlagSet* flags) override {
     flags->Add("cacheCapacityMB", &capacity_mb_, "local read cache capacity, in MiB; 0 = no cache");
-    flags->Add("cacheDir", &dir_, "directory of the local read cache");
+    flags->Add("cacheDir", &dir_, "directory of the local read cache (empty = one per mount)");
   }
-  absl::StatusOr<ChunkCache*> Open(uint64_t) override {
+  absl::StatusOr<ChunkCache*> Open(uint64_t, const std::string&) override {
     if (capacity_mb_ > 0) spdlog::info("read cache: not built into this binary; reading from volume servers");
     return nullptr;
   }
@@ -19,7 +19,7 @@ class NoCacheHook : public CacheHook {
 
  private:
   uint64_t capacity_mb_ = 1000;
-  std::string dir_ = "/tmp/kelp-cache";
+  std::string dir_;
 };
 
 }  // namespace

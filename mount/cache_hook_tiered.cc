@@ -27,7 +27,8 @@ class TieredChunkCache : public ChunkCache {
 class TieredCacheHook : public CacheHook {
  public:
   void RegisterFlags(FlagSet* flags) override { flags_.Register(flags); }
-  absl::StatusOr<ChunkCache*> Open(uint64_t chunk_size) override {
+  absl::StatusOr<ChunkCache*> Open(uint64_t chunk_size, const std::string& default_dir) override {
+    if (flags_.dir.empty()) flags_.dir = default_dir;
     ASSIGN_OR_RETURN(cache::CacheOptions o, flags_.ToOptions(chunk_size));
     ASSIGN_OR_RETURN(cache_, cache::TieredCache::Open(std::move(o)));
     if (!cache_->enabled()) return nullptr;

@@ -16,6 +16,7 @@
 #include "mount/fuse/fuse_server.h"
 #include "mount/mount_options.h"
 #include "mount/mount_status.h"
+#include "shared/daemon.h"
 #include "shared/flags.h"
 #include "shared/grpc_status.h"
 #include "shared/http/http_client.h"
@@ -32,6 +33,8 @@ int MountMain(int argc, char** argv) {
                 "Mounts the filer's namespace at -dir with FUSE. Runs in the foreground; SIGINT/SIGTERM flush\n"
                 "everything dirty and unmount. A mount whose process died is recovered with: fusermount3 -uz DIR");
   mount::AddMountFlags(flags, opts);
+  DaemonOptions daemon;
+  AddDaemonFlags(flags, daemon);
   std::unique_ptr<mount::CacheHook> cache_hook = mount::NewCacheHook();
   cache_hook->RegisterFlags(&flags);
   flags.ParseOrExit(argc, argv);
@@ -41,6 +44,10 @@ int MountMain(int argc, char** argv) {
     return 1;
   };
   if (absl::Status s = mount::ValidateMountOptions(opts); !s.ok()) return fail(s);
+  // Before any thread exists; the caller returns once NotifyReady below runs (mount.kelp).
+  if (daemon.daemon) {
+    if (absl::Status s = Daemonize(daemon); !s.ok()) return fail(s);
+  }
 
   std::string grpc_addr = GrpcAddressOf(opts.filer);
   mount::GrpcMetaClient grpc_meta(grpc_addr, opts.rpc_timeout_ms);
@@ -71,7 +78,7 @@ int MountMain(int argc, char** argv) {
   fo.concurrent_writers = opts.concurrent_writers;
   fo.read_ahead = opts.read_ahead_mb << 20;
   fo.client_name = kelp::StrCat("kelp mount ", opts.dir, " pid ", getpid());
-  auto cache = cache_hook->Open(opts.chunk_size());
+  auto cache = cache_hook->Open(opts.chunk_size(), mount::DefaultCacheDir(opts));
   if (!cache.ok()) {
     std::fprintf(stderr, "kelp mount: %s\n", std::string(cache.status().message()).c_str());
     return 2;
@@ -106,17 +113,20 @@ int MountMain(int argc, char** argv) {
     }
   }
   spdlog::info("kelp mount: {} mounted at {} (filer {})", opts.filer_path, opts.dir, opts.filer);
+  NotifyReady(kelp::StrCat("mounted ", opts.filer, opts.filer_path, " at ", opts.dir));
 
   int sig = WaitForTerminationSignal();
+  NotifyStopping();
   int rc = 0;
   if (!external_unmount) {
     spdlog::info("kelp mount: signal {}, flushing and unmounting {}", sig, opts.dir);
-    if (absl::Status s = fs.FlushAll(); !s.ok()) {
-      spdlog::error("kelp mount: flush before unmount failed: {}", s);
-      rc = 1;
-    }
   } else {
-    spdlog::info("kelp mount: {} was unmounted", opts.dir);
+    spdlog::info("kelp mount: {} was unmounted (umount), flushing", opts.dir);
+  }
+  // Also after an external umount: whatever is still dirty is uploaded and committed.
+  if (absl::Status s = fs.FlushAll(); !s.ok()) {
+    spdlog::error("kelp mount: flush before unmount failed: {}", s);
+    rc = 1;
   }
   server.Unmount();
   status.Stop();
