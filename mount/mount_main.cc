@@ -30,8 +30,10 @@ int MountMain(int argc, char** argv) {
   BlockTerminationSignals();
   mount::MountOptions opts;
   FlagSet flags("mount", "kelp mount -dir=/mnt/kelp [flags]",
-                "Mounts the filer's namespace at -dir with FUSE. Runs in the foreground; SIGINT/SIGTERM flush\n"
-                "everything dirty and unmount. A mount whose process died is recovered with: fusermount3 -uz DIR");
+                "Mounts the filer's namespace at -dir with FUSE. Runs in the foreground (with -daemon, in the\n"
+                "background once the mount is live: what mount.kelp, for `mount -t kelp` and fstab, does);\n"
+                "SIGINT/SIGTERM flush everything dirty and unmount, so does umount. A mount whose process died\n"
+                "is recovered with: fusermount3 -uz DIR");
   mount::AddMountFlags(flags, opts);
   DaemonOptions daemon;
   AddDaemonFlags(flags, daemon);

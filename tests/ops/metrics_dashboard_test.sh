@@ -46,6 +46,7 @@ print("\n".join(sorted(names)))
 PY
   echo "$(wc -l <"$T/queried") metrics queried, $(wc -l <"$T/exported") exported"
   local missing
+  cat "$T/queried" | tr "\n" " "
   missing=$(comm -23 "$T/queried" "$T/exported")
   [ -z "$missing" ] || { echo "queried but not exported: $missing"; return 1; }
 }
