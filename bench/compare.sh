@@ -9,7 +9,7 @@
 # nginx + ab), tears it down (unmount, then stop exactly the PIDs it started), and writes a
 # report with one table per workload, Kelp's ratio to each peer, and PNG bar charts.
 #
-#   bench/compare.sh            the full run (about 40 minutes; hold the machine for it):
+#   bench/compare.sh            the full run (about 25 minutes; hold the machine for it):
 #                               updates the generated section of bench/RESULTS.md and
 #                               bench/charts/compare-*.png
 #   bench/compare.sh -quick     small sizes, the local disk and Kelp only, about a minute

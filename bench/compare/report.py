@@ -113,6 +113,8 @@ def ratio(kelp, peer, unit):
     if kelp is None or peer is None or kelp <= 0 or peer <= 0:
         return "–"
     r = peer / kelp if unit in LOWER_IS_BETTER else kelp / peer
+    if r < 0.1:
+        return f"{r:.3f}×"
     return f"{r:.2f}×" if r < 10 else f"{r:.0f}×"
 
 
@@ -165,7 +167,8 @@ def chart(title, targets, data, spec, out_png, workdir):
         "set offsets 0.3, 0.3, 0, 0",
     ]
     if logscale:
-        script += ["set logscale y", "set format y '%.0s%c'"]
+        # 10k, 1M for rates; plain numbers for seconds (no "100m").
+        script += ["set logscale y", "set format y '%g'" if "seconds" in ylabel else "set format y '%.0s%c'"]
     plots = []
     for i, _ in enumerate(present):
         plots.append(f"'{dat}' using {i + 2}:xtic(1) title columnheader({i + 2}) lc rgb '{colors[i % len(colors)]}'")
@@ -206,7 +209,7 @@ def main():
               f"{meta.get('date', '?')} in {meta.get('wall', '?')}: every target set up from scratch, "
               "measured, and torn down in turn, on one machine, in one run. Ratios are Kelp's: "
               "**above 1 Kelp is better** (for times and latencies, the peer's time over Kelp's). "
-              "Rerun: `bench/compare.sh` as root, on a machine with nothing else running (about 40 "
+              "Rerun: `bench/compare.sh` as root, on a machine with nothing else running (about 25 "
               "minutes); `-quick` checks the harness in a minute.")
     md += ["", "| | |", "|---|---|"]
     md.append(f"| machine | {meta.get('machine', '?')}, {meta.get('memory', '?')} RAM |")
@@ -248,7 +251,7 @@ def main():
         for m, lab in rows:
             u = units.get(m, "")
             cells = [fmt(data[t].get(m), u) if m in data[t] else "–" for t in targets]
-            line = f"| {lab} | {u} | " + " | ".join(cells)
+            line = f"| {lab.replace('|', chr(92) + '|')} | {u} | " + " | ".join(cells)
             if "kelp" in data and peers:
                 line += " | " + " | ".join(ratio(data["kelp"].get(m), data[p].get(m), u) for p in peers)
             md.append(line + " |")
