@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // mount(8) runs /sbin/mount.kelp (a link to this binary) for `mount -t kelp` and fstab.
   std::string_view prog = argv[0];
-  if (size_t slash = prog.rfind('/'); slash != std::string_view::npos) prog.remove_prefix(slash + 1);
+  if (size_t slash = prog.rfind('/'); slash != std::string_view::npos)
+    prog.remove_prefix(slash + 1);
   if (prog == "mount.kelp") return kelp::MountHelperMain(argc, argv);
   if (argc < 2) {
     PrintUsage(stderr);

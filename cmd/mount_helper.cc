@@ -10,27 +10,16 @@ namespace {
 // Options of mount(8), the kernel's generic ones FUSE applies by itself, and systemd's.
 bool IsGenericOption(std::string_view o) {
   static constexpr std::string_view kDropped[] = {
-      "defaults", "_netdev", "nofail",  "auto",       "noauto",      "user",       "nouser",
-      "users",    "owner",   "group",   "rw",         "async",       "sync",       "atime",
-      "noatime",  "relatime", "norelatime", "strictatime", "nostrictatime", "diratime", "nodiratime",
-      "dev",      "nodev",   "suid",    "nosuid",     "exec",        "noexec",     "lazytime",
-      "nolazytime", "silent", "loud",   "bg",         "fg"};
+      "defaults",      "_netdev",  "nofail",     "auto",     "noauto",     "user",
+      "nouser",        "users",    "owner",      "group",    "rw",         "async",
+      "sync",          "atime",    "noatime",    "relatime", "norelatime", "strictatime",
+      "nostrictatime", "diratime", "nodiratime", "dev",      "nodev",      "suid",
+      "nosuid",        "exec",     "noexec",     "lazytime", "nolazytime", "silent",
+      "loud",          "bg",       "fg"};
   for (std::string_view d : kDropped) {
     if (o == d) return true;
   }
   return o.rfind("x-", 0) == 0 || o.rfind("comment=", 0) == 0;
-}
-
-std::vector<std::string_view> SplitOptions(std::string_view s) {
-  std::vector<std::string_view> out;
-  while (!s.empty()) {
-    size_t comma = s.find(',');
-    std::string_view o = s.substr(0, comma);
-    if (!o.empty()) out.push_back(o);
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  return out;
 }
 
 }  // namespace
@@ -44,17 +33,23 @@ absl::StatusOr<MountHelperCommand> ParseMountHelperArgs(const std::vector<std::s
     std::string_view a = args[i];
     if (a == "-o") {
       if (i + 1 == args.size()) return absl::InvalidArgumentError("-o needs a list of options");
-      for (std::string_view o : SplitOptions(args[++i])) options.push_back(o);
+      for (std::string_view o : SplitSkipEmpty(args[++i], ',')) options.push_back(o);
     } else if (a.rfind("-o", 0) == 0 && a.size() > 2) {
-      for (std::string_view o : SplitOptions(a.substr(2))) options.push_back(o);
+      for (std::string_view o : SplitSkipEmpty(a.substr(2), ',')) options.push_back(o);
     } else if (a == "-t" || a == "-N") {
       ++i;  // the type (kelp) and a namespace: nothing to do with them
     } else if (a.size() > 1 && a[0] == '-') {
       for (char c : a.substr(1)) {
         switch (c) {
-          case 'f': cmd.fake = true; break;
-          case 'v': cmd.verbose = true; break;
-          case 's': case 'n': break;  // sloppy, no mtab: nothing to do
+          case 'f':
+            cmd.fake = true;
+            break;
+          case 'v':
+            cmd.verbose = true;
+            break;
+          case 's':
+          case 'n':
+            break;  // sloppy, no mtab: nothing to do
           default:
             return absl::InvalidArgumentError(kelp::StrCat("unknown option -", std::string(1, c)));
         }
@@ -77,7 +72,8 @@ absl::StatusOr<MountHelperCommand> ParseMountHelperArgs(const std::vector<std::s
   size_t colon = filer.rfind(':');
   uint32_t port = 0;
   if (filer.empty() || colon == std::string::npos || colon == 0 ||
-      !kelp::ParseInt(std::string_view(filer).substr(colon + 1), &port) || port == 0 || port > 65535) {
+      !kelp::ParseInt(std::string_view(filer).substr(colon + 1), &port) || port == 0 ||
+      port > 65535) {
     return absl::InvalidArgumentError(kelp::StrCat(
         "source \"", source, "\": want FILER_HOST:PORT[:/PATH], e.g. 127.0.0.1:8888:/"));
   }
@@ -96,7 +92,8 @@ absl::StatusOr<MountHelperCommand> ParseMountHelperArgs(const std::vector<std::s
     } else if (o == "daemon" || o.rfind("daemon=", 0) == 0 || o.rfind("dir=", 0) == 0 ||
                o.rfind("filer=", 0) == 0 || o.rfind("filer.path=", 0) == 0) {
       return absl::InvalidArgumentError(kelp::StrCat(
-          "option ", o, ": the filer, its path and the mount point come from the source and target"));
+          "option ", o,
+          ": the filer, its path and the mount point come from the source and target"));
     } else {
       cmd.args.push_back(kelp::StrCat("-", o));
     }

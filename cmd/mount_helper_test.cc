@@ -20,9 +20,10 @@ std::string ErrorOf(const std::vector<std::string>& in) {
 }  // namespace
 
 TEST_CASE("mount.kelp: mount(8)'s arguments become kelp mount flags, in the background") {
-  CHECK(ArgsOf({"127.0.0.1:8888:/", "/mnt/x", "-o", "rw,chunkSizeLimitMB=4,cacheCapacityMB=1000"}) ==
-        std::vector<std::string>{"-dir=/mnt/x", "-filer=127.0.0.1:8888", "-filer.path=/", "-daemon",
-                                 "-chunkSizeLimitMB=4", "-cacheCapacityMB=1000"});
+  CHECK(
+      ArgsOf({"127.0.0.1:8888:/", "/mnt/x", "-o", "rw,chunkSizeLimitMB=4,cacheCapacityMB=1000"}) ==
+      std::vector<std::string>{"-dir=/mnt/x", "-filer=127.0.0.1:8888", "-filer.path=/", "-daemon",
+                               "-chunkSizeLimitMB=4", "-cacheCapacityMB=1000"});
   // An fstab line's options: mount(8)'s and systemd's own are dropped, ro/allow_other mapped.
   CHECK(ArgsOf({"localhost:9000:/data/sub", "/mnt/y", "-n", "-o",
                 "defaults,_netdev,nofail,x-systemd.automount,noatime,nosuid,nodev,ro,allow_other,"

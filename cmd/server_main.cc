@@ -59,7 +59,8 @@ int ServerMain(int argc, char** argv) {
     filer_server.Stop();
     return 1;
   }
-  NotifyReady(StrCat("filer on ", f.ip, ":", filer_server.http_port(), ", volume server on ", volume_server.url()));
+  NotifyReady(StrCat("filer on ", f.ip, ":", filer_server.http_port(), ", volume server on ",
+                     volume_server.url()));
   int sig = WaitForTerminationSignal();
   NotifyStopping();
   spdlog::info("kelp server: signal {}, stopping", sig);

@@ -48,7 +48,8 @@ int FilerMain(int argc, char** argv) {
     spdlog::error("kelp filer: {}", s);
     return 1;
   }
-  NotifyReady(StrCat("serving on ", opts.ip, ":", server.http_port(), " (gRPC ", server.grpc_port(), ")"));
+  NotifyReady(
+      StrCat("serving on ", opts.ip, ":", server.http_port(), " (gRPC ", server.grpc_port(), ")"));
   int sig = WaitForTerminationSignal();
   NotifyStopping();
   spdlog::info("kelp filer: signal {}, stopping", sig);

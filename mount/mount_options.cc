@@ -125,9 +125,9 @@ std::string DefaultCacheDir(const MountOptions& o) {
   std::string filer_path = o.filer_path;
   while (filer_path.size() > 1 && filer_path.back() == '/') filer_path.pop_back();
   // NUL separators: no two different tuples hash the same text.
-  std::string key = kelp::StrCat(o.filer, std::string_view("\0", 1), filer_path,
-                                 std::string_view("\0", 1), mount_point, std::string_view("\0", 1),
-                                 static_cast<uint64_t>(getuid()));
+  std::string key =
+      kelp::StrCat(o.filer, std::string_view("\0", 1), filer_path, std::string_view("\0", 1),
+                   mount_point, std::string_view("\0", 1), static_cast<uint64_t>(getuid()));
   char id[17];
   std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(kelp::Hash64(key)));
   const char* tmp = std::getenv("TMPDIR");

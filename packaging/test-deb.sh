@@ -71,7 +71,9 @@ for f in /usr/lib/systemd/system/kelp-server.service /usr/lib/systemd/system/kel
 done
 zcat "$R/usr/share/man/man1/kelp-mount.1.gz" | grep -q 'chunkSizeLimitMB' || fail "kelp-mount(1) has no flags"
 say "package contents OK; starting kelp server in the chroot"
-C kelp server -dir=/var/lib/kelp/test -filer.port="$PORT" -volume.port="$VPORT" -logLevel=warn >"$R/tmp/server.log" 2>&1 &
+# chroot and env exec: $! is the server's own PID, stopped by it at exit.
+chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+  kelp server -dir=/var/lib/kelp/test -filer.port="$PORT" -volume.port="$VPORT" -logLevel=warn >"$R/tmp/server.log" 2>&1 &
 SERVER=$!
 trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 100); do C curl -fsS "http://127.0.0.1:$PORT/status" 2>/dev/null | grep -q '"alive": true' && break; sleep 0.1; done

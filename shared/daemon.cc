@@ -74,10 +74,12 @@ void RedirectStdio() {
 }  // namespace
 
 void AddDaemonFlags(FlagSet& flags, DaemonOptions& o) {
-  flags.Add("daemon", &o.daemon,
-            "run in the background; the command returns 0 once the service is up (mount.kelp sets it)");
+  flags.Add(
+      "daemon", &o.daemon,
+      "run in the background; the command returns 0 once the service is up (mount.kelp sets it)");
   flags.Add("logFile", &o.log_file,
-            "with -daemon: the log file once up (appended); empty = /dev/null, or the journal under systemd");
+            "with -daemon: the log file once up (appended); empty = /dev/null, or the journal "
+            "under systemd");
 }
 
 absl::Status Daemonize(const DaemonOptions& opts) {
@@ -144,8 +146,8 @@ absl::Status SdNotify(std::string_view state) {
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path, len);
   if (path[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace
-  socklen_t addr_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len +
-                                              (path[0] == '@' ? 0 : 1));
+  socklen_t addr_len =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len + (path[0] == '@' ? 0 : 1));
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus("sd_notify: socket");
   ssize_t n = sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,

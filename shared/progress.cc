@@ -48,7 +48,8 @@ std::string Progress::Line(std::string_view phase, uint64_t done, uint64_t total
   line += ": ";
   char buf[96];
   if (total > 0) {
-    std::snprintf(buf, sizeof(buf), "%.0f%% (", 100.0 * static_cast<double>(done) / static_cast<double>(total));
+    std::snprintf(buf, sizeof(buf), "%.0f%% (",
+                  100.0 * static_cast<double>(done) / static_cast<double>(total));
     line += buf;
     line += what + " of " + (bytes ? Size(total) : WithCommas(total));
     if (!bytes && !unit.empty()) line += " " + std::string(unit);
@@ -62,7 +63,8 @@ std::string Progress::Line(std::string_view phase, uint64_t done, uint64_t total
   if (bytes) {
     std::snprintf(buf, sizeof(buf), "%.1f s, %.0f MiB/s)", secs, rate / (1 << 20));
   } else {
-    std::snprintf(buf, sizeof(buf), "%.1f s, %s/s)", secs, WithCommas(static_cast<uint64_t>(rate)).c_str());
+    std::snprintf(buf, sizeof(buf), "%.1f s, %s/s)", secs,
+                  WithCommas(static_cast<uint64_t>(rate)).c_str());
   }
   line += buf;
   return line;

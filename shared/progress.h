@@ -26,7 +26,8 @@ class Progress {
   // done items of phase so far (total 0 = unknown); unit "bytes" prints sizes.
   void Tick(std::string_view phase, uint64_t done, uint64_t total = 0, std::string_view unit = "");
   // The line Tick would print now (for tests and a final summary).
-  std::string Line(std::string_view phase, uint64_t done, uint64_t total, std::string_view unit) const;
+  std::string Line(std::string_view phase, uint64_t done, uint64_t total,
+                   std::string_view unit) const;
 
  private:
   std::function<void(std::string_view)> out_;

@@ -28,7 +28,8 @@ TEST_CASE("progress: nothing before the first interval, then at most one line pe
 TEST_CASE("progress: the line names the phase, counts with commas, sizes in MiB and GiB") {
   Progress p([](std::string_view) {});
   CHECK(p.Line("dentries", 1234567, 0, "").rfind("dentries: 1,234,567 (", 0) == 0);
-  CHECK(p.Line("vacuum", 3ull << 30, 12ull << 30, "bytes").rfind("vacuum: 25% (3.0 GiB of 12.0 GiB, ", 0) == 0);
+  CHECK(p.Line("vacuum", 3ull << 30, 12ull << 30, "bytes")
+            .rfind("vacuum: 25% (3.0 GiB of 12.0 GiB, ", 0) == 0);
   CHECK(p.Line("blobs", 10, 40, "blobs").rfind("blobs: 25% (10 of 40 blobs, ", 0) == 0);
   CHECK(WithCommas(0) == "0");
   CHECK(WithCommas(999) == "999");

@@ -564,8 +564,8 @@ std::string ConsistencyReport::Summary() const {
   return s;
 }
 
-absl::StatusOr<ConsistencyReport> CheckNamespace(KvStore& kv, size_t max_problems,
-                                                 const std::function<void(std::string_view)>& progress) {
+absl::StatusOr<ConsistencyReport> CheckNamespace(
+    KvStore& kv, size_t max_problems, const std::function<void(std::string_view)>& progress) {
   return Checker(kv, max_problems, &progress).Run();
 }
 

@@ -26,7 +26,8 @@ void UiRoutes::Serve(http::Request& req, http::ResponseWriter& w) {
   if (a == nullptr) return w.SendError(404, "not found");
   if (req.method() != "GET" && req.method() != "HEAD") return w.SendError(405, "use GET");
   char etag[24];
-  std::snprintf(etag, sizeof(etag), "\"%016llx\"", static_cast<unsigned long long>(Hash64(a->body)));
+  std::snprintf(etag, sizeof(etag), "\"%016llx\"",
+                static_cast<unsigned long long>(Hash64(a->body)));
   http::Headers h;
   h.Set("ETag", etag);
   // Revalidated on every load, so a new binary's UI is picked up at once.

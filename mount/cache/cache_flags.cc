@@ -95,7 +95,8 @@ absl::StatusOr<CacheOptions> CacheFlags::ToOptions(uint64_t chunk_size_limit) co
   if (absl::Status s = ValidateOptions(check); !s.ok()) return s;
   // The mount fills an empty -cacheDir with a directory of its own (DefaultCacheDir).
   if (dir.empty() && capacity_mb > 0) {
-    return absl::InvalidArgumentError("-cacheDir is empty: name a directory, or -cacheCapacityMB=0");
+    return absl::InvalidArgumentError(
+        "-cacheDir is empty: name a directory, or -cacheCapacityMB=0");
   }
   return o;
 }

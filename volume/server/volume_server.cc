@@ -121,7 +121,8 @@ void VolumeServer::Stop() {
   // page cache.
   if (started_ && store_) {
     for (const std::shared_ptr<Volume>& v : store_->List()) {
-      if (absl::Status s = v->Sync(); !s.ok()) spdlog::warn("volume {}: sync at stop: {}", v->id(), s);
+      if (absl::Status s = v->Sync(); !s.ok())
+        spdlog::warn("volume {}: sync at stop: {}", v->id(), s);
     }
   }
   started_ = false;
