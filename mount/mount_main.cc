@@ -8,9 +8,9 @@
 #include <memory>
 
 #include "cmd/commands.h"
-#include "mount/cache_hook.h"
-#include "mount/client/grpc_meta_client.h"
-#include "mount/client/sync_tracking_meta_client.h"
+#include "filer/client/filer_client.h"
+#include "mount/cache/cache_flags.h"
+#include "mount/cache/tiered_cache.h"
 #include "mount/client/volume_blob_store.h"
 #include "mount/core/filesystem.h"
 #include "mount/fuse/fuse_server.h"
@@ -18,7 +18,6 @@
 #include "mount/mount_status.h"
 #include "shared/daemon.h"
 #include "shared/flags.h"
-#include "shared/grpc_status.h"
 #include "shared/http/http_client.h"
 #include "shared/log.h"
 #include "shared/signals.h"
@@ -37,8 +36,8 @@ int MountMain(int argc, char** argv) {
   mount::AddMountFlags(flags, opts);
   DaemonOptions daemon;
   AddDaemonFlags(flags, daemon);
-  std::unique_ptr<mount::CacheHook> cache_hook = mount::NewCacheHook();
-  cache_hook->RegisterFlags(&flags);
+  mount::cache::CacheFlags cache_flags;
+  cache_flags.Register(&flags);
   flags.ParseOrExit(argc, argv);
   InitLogging(opts.debug ? "debug" : "info");
   auto fail = [](const absl::Status& s) {
@@ -51,15 +50,12 @@ int MountMain(int argc, char** argv) {
     if (absl::Status s = Daemonize(daemon); !s.ok()) return fail(s);
   }
 
-  std::string grpc_addr = GrpcAddressOf(opts.filer);
-  mount::GrpcMetaClient grpc_meta(grpc_addr, opts.rpc_timeout_ms);
-  if (absl::Status s = grpc_meta.WaitConnected(opts.connect_timeout_ms); !s.ok()) {
-    return fail(absl::UnavailableError(
-        kelp::StrCat("cannot reach the filer at ", opts.filer, " (gRPC ", grpc_addr, ") within ",
-                     opts.connect_timeout_ms, " ms; is `kelp filer` or `kelp server` running?")));
-  }
-  // Every call goes through the tracker, so an fsync with nothing owed skips the WAL sync.
-  mount::SyncTrackingMetaClient meta(&grpc_meta);
+  filer::FilerClientOptions fco;
+  fco.rpc_timeout = std::chrono::milliseconds(opts.rpc_timeout_ms);
+  fco.connect_timeout = std::chrono::milliseconds(opts.connect_timeout_ms);
+  fco.metrics_label = "mount";
+  filer::FilerClient meta(opts.filer, fco);
+  if (absl::Status s = meta.Connect(std::chrono::milliseconds(opts.connect_timeout_ms)); !s.ok()) return fail(s);
   http::HttpClient::Options ho;
   ho.connect_timeout_ms = 3000;
   ho.io_timeout_ms = 60000;
@@ -80,12 +76,19 @@ int MountMain(int argc, char** argv) {
   fo.concurrent_writers = opts.concurrent_writers;
   fo.read_ahead = opts.read_ahead_mb << 20;
   fo.client_name = kelp::StrCat("kelp mount ", opts.dir, " pid ", getpid());
-  auto cache = cache_hook->Open(opts.chunk_size(), mount::DefaultCacheDir(opts));
+  // No -cacheDir: a directory of this mount's own (several mounts, each with a disk cache).
+  if (cache_flags.dir.empty()) cache_flags.dir = mount::DefaultCacheDir(opts);
+  auto cache_opts = cache_flags.ToOptions(opts.chunk_size());
+  if (!cache_opts.ok()) {
+    std::fprintf(stderr, "kelp mount: %s\n", std::string(cache_opts.status().message()).c_str());
+    return 2;
+  }
+  auto cache = mount::cache::TieredCache::Open(std::move(*cache_opts));
   if (!cache.ok()) {
     std::fprintf(stderr, "kelp mount: %s\n", std::string(cache.status().message()).c_str());
     return 2;
   }
-  mount::Filesystem fs(&meta, &blobs, *cache, fo);
+  mount::Filesystem fs(&meta, &blobs, (*cache)->enabled() ? cache->get() : nullptr, fo);
   if (absl::Status s = fs.Start(); !s.ok()) return fail(s);
 
   mount::fuse::FuseOptions uo;
@@ -133,7 +136,7 @@ int MountMain(int argc, char** argv) {
   server.Unmount();
   status.Stop();
   fs.Stop();
-  cache_hook->Close();
+  (*cache)->Close();
   spdlog::info("kelp mount: stopped");
   return rc;
 }

@@ -23,7 +23,7 @@ uint32_t MountOptions::umask_bits() const {
 
 void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("dir", &o.dir, "mount point (required): an existing empty directory");
-  flags.Add("filer", &o.filer, "filer HTTP host:port (gRPC on port + 10000)");
+  flags.Add("filer", &o.filer, "filer HTTP host:port (metadata calls use the same port)");
   flags.Add("filer.path", &o.filer_path, "directory of the filer shown as the mount's root");
   flags.Add("chunkSizeLimitMB", &o.chunk_size_limit_mb,
             "dirty data is buffered and uploaded in chunks of this size, in MiB");
@@ -37,8 +37,8 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("umask", &o.umask, "octal bits cleared from the mode of new files and directories");
   flags.Add("dirAutoCreate", &o.dir_auto_create, "create -dir if it does not exist");
   flags.Add("nonempty", &o.nonempty, "mount over a non-empty -dir");
-  flags.Add("attrTimeout", &o.attr_timeout, "attribute cache time, in seconds");
-  flags.Add("entryTimeout", &o.entry_timeout, "name cache time (also for missing names), in seconds");
+  flags.Add("attrTimeout", &o.attr_timeout, "attribute cache time, in seconds (the filer's events invalidate sooner)");
+  flags.Add("entryTimeout", &o.entry_timeout, "name cache time (also for missing names), in seconds (events invalidate sooner)");
   flags.Add("writebackCache", &o.writeback_cache, "FUSE writeback cache: the kernel gathers small writes");
   flags.Add("maxThreads", &o.max_threads, "FUSE worker threads at most");
   flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");

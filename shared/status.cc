@@ -75,6 +75,20 @@ absl::Status PosixError(int err, std::string_view message) {
   return s;
 }
 
+absl::Status StatusWithErrno(absl::StatusCode code, int err, std::string_view message) {
+  absl::Status s(code, std::string(message));
+  if (err > 0 && !s.ok()) s.SetPayload(kErrnoPayload, absl::Cord(std::to_string(err)));
+  return s;
+}
+
+int CarriedErrno(const absl::Status& status) {
+  if (auto p = status.GetPayload(kErrnoPayload)) {
+    int err = 0;
+    if (kelp::ParseInt(std::string(*p), &err) && err > 0) return err;
+  }
+  return 0;
+}
+
 int ErrnoOf(const absl::Status& status) {
   if (status.ok()) return 0;
   if (auto p = status.GetPayload(kErrnoPayload)) {

@@ -14,6 +14,13 @@ namespace kelp {
 // and which remembers err itself.
 absl::Status PosixError(int err, std::string_view message);
 
+// A status with this code that carries err (0 = none) whatever the code: how a status that
+// crossed a wire (gRPC, shared/rpc) is rebuilt exactly.
+absl::Status StatusWithErrno(absl::StatusCode code, int err, std::string_view message);
+
+// The errno a status carries explicitly (PosixError, StatusWithErrno); 0 when it has none.
+int CarriedErrno(const absl::Status& status);
+
 // The errno a status stands for: its payload if it has one, else one derived from its code.
 // OK -> 0.
 int ErrnoOf(const absl::Status& status);

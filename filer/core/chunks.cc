@@ -79,6 +79,7 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
 
 absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChunksRequest& req) {
   for (const Chunk& c : req.chunks()) RETURN_IF_ERROR(ValidateChunk(c));
+  if (req.attrs().valid() & SET_ATTR_SIZE) return PosixError(EINVAL, "a commit's attributes cannot set the size");
   if (req.min_size() > kMaxFileSize) return PosixError(EFBIG, "size too large");
   const uint64_t ino = req.ino();
   const size_t n = static_cast<size_t>(req.chunks_size());
@@ -109,6 +110,7 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChun
     int64_t now = NowNs();
     rec.mtime_ns = req.mtime_ns() != 0 ? req.mtime_ns() : now;
     rec.ctime_ns = now;
+    if (req.has_attrs()) ApplyAttrBits(rec, req.attrs(), now);
     RETURN_IF_ERROR(MaybeCompactLocked(m, rec, added));
     PutInode(m, rec);
     m.Emit(MakeEvent(EVENT_DATA, rec, rec.parent, ""));
@@ -181,9 +183,13 @@ absl::Status FilerService::DropContentLocked(Mutation& m, InodeRecord& rec) {
 }
 
 absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view data,
-                                               int64_t mtime_ns, bool sync) {
+                                               int64_t mtime_ns, bool sync,
+                                               const SetAttrRequest* attrs) {
   if (data.size() > kMaxInlineSize) {
     return PosixError(EINVAL, StrCat("inline data over ", kMaxInlineSize, " bytes"));
+  }
+  if (attrs != nullptr && (attrs->valid() & SET_ATTR_SIZE)) {
+    return PosixError(EINVAL, "a commit's attributes cannot set the size");
   }
   Attr out;
   {
@@ -197,6 +203,7 @@ absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view da
     int64_t now = NowNs();
     rec.mtime_ns = mtime_ns != 0 ? mtime_ns : now;
     rec.ctime_ns = now;
+    if (attrs != nullptr) ApplyAttrBits(rec, *attrs, now);
     PutInode(m, rec);
     m.Emit(MakeEvent(EVENT_DATA, rec, rec.parent, ""));
     RETURN_IF_ERROR(m.Commit());

@@ -61,7 +61,15 @@ absl::StatusOr<Attr> FilerService::CreateNode(const CreateArgs& a, std::string_v
     guard.Unlock();
     // open(O_CREAT) of an existing file opens it; Open() takes the inode's own lock.
     if (a.open_handle) RETURN_IF_ERROR(Open(a.session, existing->ino));
-    return GetAttr(existing->ino);
+    ASSIGN_OR_RETURN(Attr attr, GetAttr(existing->ino));
+    if (!a.truncate || attr.size() == 0) return attr;
+    SetAttrRequest t;
+    t.set_ino(existing->ino);
+    t.set_valid(SET_ATTR_SIZE);
+    t.set_size(0);
+    auto truncated = SetAttr(t);
+    if (!truncated.ok() && a.open_handle) RETURN_IF_ERROR(Release(a.session, existing->ino));
+    return truncated;
   }
 
   ASSIGN_OR_RETURN(uint64_t ino, inode_seq_.Next());
@@ -86,7 +94,9 @@ absl::StatusOr<Attr> FilerService::CreateNode(const CreateArgs& a, std::string_v
   PutInode(m, r);
   PutInode(m, dir);
   m.AdjustInodes(1);
-  m.Emit(MakeEvent(EVENT_CREATE, r, a.parent, a.name));
+  Event created = MakeEvent(EVENT_CREATE, r, a.parent, a.name);
+  created.set_parent_version(dir.version);
+  m.Emit(std::move(created));
   // Nobody can see the inode before the commit, so counting the open first is safe; it
   // makes an immediate unlink by another client orphan the file rather than purge it.
   if (a.open_handle) RETURN_IF_ERROR(sessions_.Open(a.session, ino));

@@ -73,18 +73,25 @@ absl::Status FilerServer::Start() {
   RETURN_IF_ERROR(core_->Start());
 
   cluster_service_ = std::make_unique<ClusterGrpcService>(topology_.get());
-  filer_service_ = std::make_unique<FilerGrpcService>(core_.get());
   grpc::ServerBuilder builder;
   int want_grpc = opts_.grpc_port > 0 ? opts_.grpc_port : (opts_.port > 0 ? opts_.port + 10000 : 0);
   builder.AddListeningPort(StrCat(opts_.ip, ":", want_grpc), grpc::InsecureServerCredentials(), &grpc_port_);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
   builder.RegisterService(cluster_service_.get());
-  builder.RegisterService(filer_service_.get());
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || grpc_port_ == 0) {
     return absl::UnavailableError(StrCat("cannot listen for gRPC on ", opts_.ip, ":", want_grpc));
   }
+
+  rpc_service_ = std::make_unique<FilerRpcService>(core_.get());
+  rpc::Server::Options ropts;
+  ropts.loop_threads = opts_.rpc_threads;
+  ropts.worker_threads = std::max(1, opts_.rpc_workers);
+  ropts.name = "filer-rpc";
+  ropts.metric_prefix = "kelp_filer_rpc";
+  rpc_ = std::make_unique<rpc::Server>(ropts, rpc_service_->service());
+  RETURN_IF_ERROR(rpc_->Start());
 
   http_api_ = std::make_unique<FilerHttpApi>(core_.get(), topology_.get(), opts_.http);
   http_handler_ = std::make_unique<HttpHandler>(this);
@@ -94,6 +101,9 @@ absl::Status FilerServer::Start() {
   hopts.loop_threads = opts_.http_threads;
   hopts.worker_threads = std::max(1, opts_.http_workers);
   hopts.name = "filer";
+  hopts.upgrades[std::string(rpc::kUpgradeProtocol)] = [this](int fd, std::string initial) {
+    rpc_->Adopt(fd, std::move(initial));
+  };
   http_ = std::make_unique<http::HttpServer>(hopts, http_handler_.get());
   RETURN_IF_ERROR(http_->Start());
   started_ = true;
@@ -104,7 +114,8 @@ absl::Status FilerServer::Start() {
 
 void FilerServer::Stop() {
   if (http_) http_->Stop();
-  if (filer_service_) filer_service_->Shutdown();
+  if (rpc_service_) rpc_service_->Shutdown();
+  if (rpc_) rpc_->Stop();
   if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (core_) core_->Stop();
   if (topology_) topology_->Stop();

@@ -23,7 +23,7 @@ absl::Status StatusOfHttp(int status, std::string_view what, std::string_view bo
 
 }  // namespace
 
-VolumeBlobStore::VolumeBlobStore(MetaClient* meta, http::HttpClient* http, Options options)
+VolumeBlobStore::VolumeBlobStore(filer::FilerClient* meta, http::HttpClient* http, Options options)
     : meta_(meta), http_(http), opts_(std::move(options)) {
   auto& reg = MetricsRegistry::Default();
   put_bytes_ = reg.GetCounter("kelp_mount_blob_put_bytes_total", "bytes uploaded to volume servers");
@@ -42,7 +42,11 @@ absl::StatusOr<VolumeBlobStore::Assigned> VolumeBlobStore::NextFid() {
       return Assigned{f, pool_urls_};
     }
   }
-  ASSIGN_OR_RETURN(auto a, meta_->Assign(opts_.assign_batch, opts_.replication, opts_.collection));
+  cluster::AssignRequest req;
+  req.set_count(opts_.assign_batch);
+  req.set_replication(opts_.replication);
+  req.set_collection(opts_.collection);
+  ASSIGN_OR_RETURN(auto a, meta_->Assign(req));
   ASSIGN_OR_RETURN(FileId base, FileId::Parse(a.fid()));
   std::vector<std::string> urls;
   for (const auto& l : a.locations()) urls.push_back(UrlOf(l));
@@ -145,7 +149,9 @@ absl::StatusOr<std::vector<std::string>> VolumeBlobStore::LocationsOf(uint32_t v
       return it->second.urls;
     }
   }
-  auto r = meta_->LookupVolume({volume_id});
+  cluster::LookupVolumeRequest req;
+  req.add_volume_ids(volume_id);
+  auto r = meta_->LookupVolume(req);
   if (!r.ok()) return PosixError(EIO, kelp::StrCat("lookup volume ", volume_id, ": ", r.status().message()));
   std::vector<std::string> urls;
   for (const auto& v : r->volumes()) {

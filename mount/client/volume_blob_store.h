@@ -17,7 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "mount/client/blob_store.h"
-#include "mount/client/meta_client.h"
+#include "filer/client/filer_client.h"
 #include "shared/file_id.h"
 #include "shared/http/http_client.h"
 #include "shared/metrics.h"
@@ -37,7 +37,7 @@ class VolumeBlobStore : public BlobStore {
     int put_attempts = 3;
   };
   // meta and http are not owned and must outlive this.
-  VolumeBlobStore(MetaClient* meta, http::HttpClient* http, Options options);
+  VolumeBlobStore(filer::FilerClient* meta, http::HttpClient* http, Options options);
 
   absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override;
   absl::Status Get(std::string_view fid, uint64_t offset, size_t len, char* dst) override;
@@ -60,7 +60,7 @@ class VolumeBlobStore : public BlobStore {
   absl::Status SyncOn(const std::string& url, const std::vector<uint32_t>& volume_ids);
   absl::Status GetFrom(const std::string& url, std::string_view fid, uint64_t offset, size_t len, char* dst);
 
-  MetaClient* const meta_;
+  filer::FilerClient* const meta_;
   http::HttpClient* const http_;
   const Options opts_;
   Counter* put_bytes_;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <unordered_map>
+#include <utility>
 
 #include "shared/strings.h"
 #include "shared/log.h"
@@ -85,6 +86,8 @@ class Conn {
   ~Conn() {
     if (fd_ >= 0) close(fd_);
   }
+  // Gives the socket away (an upgrade): the destructor leaves it open.
+  int ReleaseFd() { return std::exchange(fd_, -1); }
 
   int fd() const { return fd_; }
   size_t buffered() const { return in_len_ - in_pos_; }
@@ -600,6 +603,10 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
         break;
       }
       c->Consume(r.consumed);
+      if (!opts_.upgrades.empty() && !req.head_.framing.chunked && req.head_.framing.content_length == 0) {
+        auto up = opts_.upgrades.find(req.head_.headers.Get("Upgrade"));
+        if (up != opts_.upgrades.end() && Upgrade(loop, c, up->second)) return;
+      }
       c->have_head_ = true;
       c->continue_sent_ = false;
       req.conn_ = c;
@@ -643,6 +650,19 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
     if (w.close_after_ || !req.head_.keep_alive) c->want_close_ = true;
   }
   FlushOrArm(loop, c);
+}
+
+bool HttpServer::Upgrade(Loop* loop, Conn* c, const std::function<void(int, std::string)>& to) {
+  // Responses to requests pipelined before the upgrade must be out first.
+  if (!c->out_empty() && (!c->FlushSome() || !c->out_empty())) return false;
+  epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd(), nullptr);
+  std::string initial(c->pending_input());
+  int fd = c->ReleaseFd();
+  connections_.fetch_sub(1);
+  requests_->Inc();
+  loop->conns.erase(fd);  // destroys c
+  to(fd, std::move(initial));
+  return true;
 }
 
 void HttpServer::HandOff(Loop* loop, Conn* c) {

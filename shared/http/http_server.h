@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -123,6 +125,11 @@ class HttpServer {
     int io_timeout_ms = 60000;           // blocking-mode socket read/write timeout
     int max_connections = 20000;
     std::string name = "http";           // thread names and metrics label
+    // Protocols this server hands connections over to (HTTP Upgrade, RFC 9110 7.8): a request
+    // without a body carrying `Upgrade: <protocol>` for a protocol named here is not answered;
+    // its socket and the bytes that came after its head go to the function, which owns them
+    // from then on (and answers 101 itself). Called on a loop thread: it must not block.
+    std::map<std::string, std::function<void(int fd, std::string initial)>, std::less<>> upgrades;
   };
 
   HttpServer(Options options, Handler* handler);
@@ -142,6 +149,8 @@ class HttpServer {
   void RunBlocking(Loop* loop, Conn* conn);
   void CloseConn(Loop* loop, Conn* conn);
   void FlushOrArm(Loop* loop, Conn* conn);
+  // Hands an upgraded connection over (Options::upgrades); false if it cannot be now.
+  bool Upgrade(Loop* loop, Conn* conn, const std::function<void(int, std::string)>& to);
 
   Options opts_;
   Handler* handler_;
