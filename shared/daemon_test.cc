@@ -75,7 +75,7 @@ TEST_CASE("sd_notify: an abstract NOTIFY_SOCKET, and NotifyReady's status") {
   CHECK(l.Receive() == "READY=1\nSTATUS=serving on 127.0.0.1:8888");
 }
 
-TEST_CASE("sd_notify: nothing to do without NOTIFY_SOCKET; a bad one is an error") {
+TEST_CASE("sd_notify: nothing to do without NOTIFY_SOCKET, and a bad one is an error") {
   unsetenv("NOTIFY_SOCKET");
   CHECK(SdNotify("READY=1").ok());
   setenv("NOTIFY_SOCKET", "relative/path", 1);
