@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cmd/commands.h"
+#include "cmd/mount_helper.h"
 
 namespace {
 
@@ -39,6 +40,11 @@ int main(int argc, char** argv) {
   // (gRPC takes several per call) updated a global lock graph, a few % of the CPU of each RPC.
   // TSan and the lock annotations are how this project finds lock-order bugs.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // mount(8) runs /sbin/mount.kelp (a link to this binary) for `mount -t kelp` and fstab.
+  std::string_view prog = argv[0];
+  if (size_t slash = prog.rfind('/'); slash != std::string_view::npos)
+    prog.remove_prefix(slash + 1);
+  if (prog == "mount.kelp") return kelp::MountHelperMain(argc, argv);
   if (argc < 2) {
     PrintUsage(stderr);
     return 2;

@@ -5,6 +5,7 @@
 #include "cmd/commands.h"
 #include "filer/filer_main.h"
 #include "filer/server/filer_server.h"
+#include "shared/daemon.h"
 #include "shared/flags.h"
 #include "shared/log.h"
 #include "shared/security/security.h"
@@ -66,7 +67,10 @@ int ServerMain(int argc, char** argv) {
     filer_server.Stop();
     return 1;
   }
+  NotifyReady(StrCat("filer on ", f.ip, ":", filer_server.http_port(), ", volume server on ",
+                     volume_server.url()));
   int sig = WaitForTerminationSignal();
+  NotifyStopping();
   spdlog::info("kelp server: signal {}, stopping", sig);
   volume_server.Stop();
   filer_server.Stop();

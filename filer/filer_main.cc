@@ -2,10 +2,12 @@
 #include "cmd/commands.h"
 #include "filer/filer_main.h"
 #include "filer/server/filer_server.h"
+#include "shared/daemon.h"
 #include "shared/flags.h"
 #include "shared/log.h"
 #include "shared/security/security.h"
 #include "shared/signals.h"
+#include "shared/strings.h"
 
 namespace kelp {
 
@@ -53,7 +55,10 @@ int FilerMain(int argc, char** argv) {
     spdlog::error("kelp filer: {}", s);
     return 1;
   }
+  NotifyReady(
+      StrCat("serving on ", opts.ip, ":", server.http_port(), " (gRPC ", server.grpc_port(), ")"));
   int sig = WaitForTerminationSignal();
+  NotifyStopping();
   spdlog::info("kelp filer: signal {}, stopping", sig);
   server.Stop();
   return 0;

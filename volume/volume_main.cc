@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cmd/commands.h"
+#include "shared/daemon.h"
 #include "shared/flags.h"
 #include "shared/log.h"
 #include "shared/security/security.h"
@@ -74,7 +75,9 @@ int VolumeMain(int argc, char** argv) {
     spdlog::error("kelp volume: {}", s);
     return 1;
   }
+  NotifyReady(StrCat("serving on ", server.url()));
   int sig = WaitForTerminationSignal();
+  NotifyStopping();
   spdlog::info("kelp volume: signal {}, stopping", sig);
   server.Stop();
   return 0;

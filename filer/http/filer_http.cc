@@ -1,6 +1,7 @@
 #include "filer/http/filer_http.h"
 
 #include "filer/http/serve.h"
+#include "filer/http/ui_routes.h"
 #include "shared/log.h"
 
 namespace kelp::filer {
@@ -21,10 +22,12 @@ FilerHttpApi::~FilerHttpApi() = default;
 
 bool FilerHttpApi::RunInline(const http::Request& req) const {
   DropProbe();
+  if (UiRoutes::Owns(req.path())) return true;
   return AgfsRoutes::Owns(req) ? agfs_.RunInline(req) : seaweed_.RunInline(req);
 }
 
 void FilerHttpApi::Handle(http::Request& req, http::ResponseWriter& w) {
+  if (UiRoutes::Owns(req.path())) return UiRoutes::Serve(req, w);
   if (AgfsRoutes::Owns(req)) return agfs_.Handle(req, w);
   seaweed_.Handle(req, w);
 }

@@ -118,6 +118,14 @@ void VolumeServer::Stop() {
   }
   if (vacuum_) vacuum_->Stop();
   if (fanout_) fanout_->Stop();
+  // A graceful stop (SIGTERM, systemctl stop) leaves every write on the disk, not only in the
+  // page cache.
+  if (started_ && store_) {
+    for (const std::shared_ptr<Volume>& v : store_->List()) {
+      if (absl::Status s = v->Sync(); !s.ok())
+        spdlog::warn("volume {}: sync at stop: {}", v->id(), s);
+    }
+  }
   started_ = false;
 }
 
