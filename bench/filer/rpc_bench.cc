@@ -8,8 +8,8 @@
 //   core           no transport: the handler called directly (what a call costs at least);
 //   grpc_sync      gRPC's synchronous server and stub (what the filer served before shared/rpc);
 //   grpc_callback  gRPC's callback API, the handler run inline on gRPC's thread
-//                  (ServerUnaryReactor), called through the sync stub or the callback stub
-//                  (-callbackStub);
+//                  (ServerUnaryReactor), called through the callback stub (stub->async(), the
+//                  faster client in our runs) or the sync stub (-callbackStub=sync|both);
 //   grpc_stream    one long-lived bidirectional gRPC stream per client, calls multiplexed by id:
 //                  the client's threads write under a lock, a reader thread hands each reply to
 //                  its caller; the server is a callback reactor answering inline;
@@ -17,7 +17,8 @@
 // Each transport gets one client (one channel, one stream, one connection) that all client
 // threads share, as a mount shares its own.
 //
-// For each: p50/p99 latency of `calls` GetAttrs from one thread after `warmup`; GetAttr/s from
+// For each: p50/p99 latency of `calls` GetAttrs from one thread after `warmup` (back to back, or
+// `pauseUs` apart, like a caller with work between its calls); GetAttr/s from
 // `threads` threads over `seconds` (after a 0.5 s warm-up), with their p50/p99; the CPU seconds
 // the whole process (client and server) spent per 100,000 calls, and its context switches per
 // call (getrusage). Every reply is checked (it must carry the inode asked for); any failure
@@ -436,7 +437,7 @@ struct Phase {
   uint64_t calls = 0;
   uint64_t errors = 0;
   double seconds = 0;
-  double p50_us = 0, p99_us = 0;
+  double p50_us = 0, p90_us = 0, p99_us = 0;
   double cpu_per_100k = 0;       // process CPU seconds per 100,000 calls
   double switches_per_call = 0;  // process context switches per call
   double rate() const { return seconds > 0 ? calls / seconds : 0; }
@@ -444,6 +445,7 @@ struct Phase {
 
 void Account(Phase& p, std::vector<float>& latencies, const Usage& before, const Usage& after) {
   p.p50_us = Percentile(latencies, 0.50);
+  p.p90_us = Percentile(latencies, 0.90);
   p.p99_us = Percentile(latencies, 0.99);
   if (p.calls > 0) {
     p.cpu_per_100k = (after.cpu - before.cpu) / p.calls * 100'000;
@@ -452,7 +454,8 @@ void Account(Phase& p, std::vector<float>& latencies, const Usage& before, const
 }
 
 // `calls` timed calls from this thread, after `warmup` untimed ones.
-Phase OneThread(Transport& t, const std::vector<uint64_t>& inos, uint64_t warmup, uint64_t calls) {
+Phase OneThread(Transport& t, const std::vector<uint64_t>& inos, uint64_t warmup, uint64_t calls,
+                std::chrono::microseconds pause) {
   Phase p;
   uint64_t rng = 0x9e3779b97f4a7c15ULL;
   for (uint64_t i = 0; i < warmup; ++i) p.errors += !t.GetAttr(inos[NextRandom(rng) % inos.size()]);
@@ -465,6 +468,7 @@ Phase OneThread(Transport& t, const std::vector<uint64_t>& inos, uint64_t warmup
     auto t0 = Clock::now();
     p.errors += !t.GetAttr(ino);
     lat.push_back(std::chrono::duration<float, std::micro>(Clock::now() - t0).count());
+    if (pause.count() > 0) std::this_thread::sleep_for(pause);
   }
   p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   p.calls = calls;
@@ -591,12 +595,13 @@ std::unique_ptr<Transport> Open(const std::string& name, FilerService* fs, bool 
 int main(int argc, char** argv) {
   using namespace kelp::bench;
   std::string transport = "all";
-  std::string callback_stub = "sync";
+  std::string callback_stub = "callback";
   std::string dir;
   uint64_t calls = 20'000;
   uint64_t warmup = 2'000;
   uint64_t files = 5'000;
   int threads = 16;
+  uint64_t pause_us = 0;
   double seconds = 5;
   kelp::FlagSet flags(
       "rpc_bench", "rpc_bench [flags]",
@@ -609,6 +614,8 @@ int main(int argc, char** argv) {
             "client of grpc_callback: sync (the blocking stub), callback (stub->async()), or both");
   flags.Add("calls", &calls, "timed calls from one thread");
   flags.Add("warmup", &warmup, "untimed calls from one thread before them");
+  flags.Add("pauseUs", &pause_us,
+            "pause between the one thread's timed calls, in us (a caller with work between calls)");
   flags.Add("threads", &threads, "client threads of the throughput run (sharing one client)");
   flags.Add("seconds", &seconds,
             "length of the throughput run, in seconds (after 0.5 s of warm-up)");
@@ -677,14 +684,15 @@ int main(int argc, char** argv) {
       if (name == "grpc_callback") label += cb ? " (callback stub)" : " (sync stub)";
       auto t = Open(name, ns.fs.get(), cb);
       if (!t) return 1;
-      Row r{label, OneThread(*t, ns.inos, warmup, calls),
+      Row r{label, OneThread(*t, ns.inos, warmup, calls, std::chrono::microseconds(pause_us)),
             ManyThreads(*t, ns.inos, threads, seconds)};
       t.reset();
       std::printf(
-          "%-30s 1 thread: p50 %.1f us, p99 %.1f us, %.0f/s, %.2f CPU s/100k, %.2f switches/call | "
+          "%-30s 1 thread: p50 %.1f us, p90 %.1f us, p99 %.1f us, %.0f/s, %.2f CPU s/100k, "
+          "%.2f switches/call | "
           "%d threads: %.0f/s, p50 %.1f us, p99 %.1f us, %.2f CPU s/100k, %.2f switches/call | "
           "errors %lu\n",
-          label.c_str(), r.one.p50_us, r.one.p99_us, r.one.rate(), r.one.cpu_per_100k,
+          label.c_str(), r.one.p50_us, r.one.p90_us, r.one.p99_us, r.one.rate(), r.one.cpu_per_100k,
           r.one.switches_per_call, threads, r.many.rate(), r.many.p50_us, r.many.p99_us,
           r.many.cpu_per_100k, r.many.switches_per_call, r.one.errors + r.many.errors);
       std::fflush(stdout);
@@ -693,16 +701,17 @@ int main(int argc, char** argv) {
   }
 
   std::printf(
-      "\n| transport | 1 thread: p50 us | p99 us | GetAttr/s | CPU s/100k | switches/call "
+      "\n| transport | 1 thread: p50 / p90 / p99 us | GetAttr/s | CPU s/100k | switches/call "
       "| %d threads: GetAttr/s | p50 / p99 us | CPU s/100k | switches/call |\n",
       threads);
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   uint64_t errors = 0;
   for (const auto& r : rows) {
-    std::printf("| %s | %.1f | %.1f | %.0f | %.2f | %.2f | %.0f | %.0f / %.0f | %.2f | %.2f |\n",
-                r.name.c_str(), r.one.p50_us, r.one.p99_us, r.one.rate(), r.one.cpu_per_100k,
-                r.one.switches_per_call, r.many.rate(), r.many.p50_us, r.many.p99_us,
-                r.many.cpu_per_100k, r.many.switches_per_call);
+    std::printf(
+        "| %s | %.1f / %.0f / %.0f | %.0f | %.2f | %.2f | %.0f | %.0f / %.0f | %.2f | %.2f |\n",
+        r.name.c_str(), r.one.p50_us, r.one.p90_us, r.one.p99_us, r.one.rate(), r.one.cpu_per_100k,
+        r.one.switches_per_call, r.many.rate(), r.many.p50_us, r.many.p99_us, r.many.cpu_per_100k,
+        r.many.switches_per_call);
     errors += r.one.errors + r.many.errors;
   }
   ns.fs->Stop();
