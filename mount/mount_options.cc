@@ -2,10 +2,14 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
+#include "shared/hash.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -110,6 +114,26 @@ absl::Status ValidateMountOptions(MountOptions& o) {
     }
   }
   return absl::OkStatus();
+}
+
+std::string DefaultCacheDir(const MountOptions& o) {
+  std::string mount_point = o.dir;
+  if (char* real = realpath(o.dir.c_str(), nullptr)) {
+    mount_point = real;
+    free(real);
+  }
+  std::string filer_path = o.filer_path;
+  while (filer_path.size() > 1 && filer_path.back() == '/') filer_path.pop_back();
+  // NUL separators: no two different tuples hash the same text.
+  std::string key =
+      kelp::StrCat(o.filer, std::string_view("\0", 1), filer_path, std::string_view("\0", 1),
+                   mount_point, std::string_view("\0", 1), static_cast<uint64_t>(getuid()));
+  char id[17];
+  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(kelp::Hash64(key)));
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp";
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  return kelp::StrCat(base, "/kelp-cache-", id);
 }
 
 }  // namespace kelp::mount

@@ -76,4 +76,11 @@ void AddMountFlags(FlagSet& flags, MountOptions& opts);
 // empty unless nonempty; created when dir_auto_create). One-line errors.
 absl::Status ValidateMountOptions(MountOptions& opts);
 
+// The -cacheDir of a mount that names none: <$TMPDIR or /tmp>/kelp-cache-<16 hex digits>, the
+// digits a hash of the filer, -filer.path, the mount point's absolute path and the user (as
+// SeaweedFS keys its cache directory), so every mount on a machine gets a disk cache of its own
+// and a remount of the same thing finds its cache again. Call after ValidateMountOptions (the
+// mount point exists then).
+std::string DefaultCacheDir(const MountOptions& opts);
+
 }  // namespace kelp::mount

@@ -12,6 +12,7 @@ namespace kelp {
 namespace {
 
 constexpr char kErrnoPayload[] = "kelp.errno";
+constexpr char kHttpPayload[] = "kelp.http";
 
 absl::StatusCode CodeOfErrno(int err) {
   switch (err) {
@@ -98,7 +99,18 @@ int ErrnoOf(const absl::Status& status) {
   return ErrnoOfCode(status.code());
 }
 
+absl::Status WithHttpStatus(absl::Status status, int http_status) {
+  status.SetPayload(kHttpPayload, absl::Cord(std::to_string(http_status)));
+  return status;
+}
+
 int HttpStatusOf(const absl::Status& status) {
+  if (status.ok()) return 200;
+  if (auto p = status.GetPayload(kHttpPayload)) {
+    int code = 0;
+    if (kelp::ParseInt(std::string(*p), &code) && code >= 400 && code < 600) return code;
+  }
+  if (status.code() == absl::StatusCode::kUnauthenticated) return 401;
   switch (ErrnoOf(status)) {
     case 0: return 200;
     case ENOSPC:

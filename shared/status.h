@@ -25,8 +25,13 @@ int CarriedErrno(const absl::Status& status);
 // OK -> 0.
 int ErrnoOf(const absl::Status& status);
 
-// The HTTP status code for a non-OK status (404, 409, 400, 507...). OK -> 200.
+// The HTTP status code for a non-OK status (404, 409, 400, 401, 507...). OK -> 200.
 int HttpStatusOf(const absl::Status& status);
+
+// status, answered over HTTP with http_status whatever its code says: for faults whose
+// class (the client's 4xx or the server's 5xx) the code alone does not tell, e.g. a timeout
+// waiting for a client's request body (408, where DEADLINE_EXCEEDED alone would be 504).
+absl::Status WithHttpStatus(absl::Status status, int http_status);
 
 // A status for the current errno with a context prefix: ErrnoStatus("open " + path).
 absl::Status ErrnoStatus(std::string_view context);

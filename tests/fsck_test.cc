@@ -76,18 +76,7 @@ class FilerAndVolume {
     if (!r.ok() || r->status != 200) return json::object();
     return json::parse(r->body, nullptr, false);
   }
-  void WaitVolumeAlive() {
-    REQUIRE(WaitFor(
-        [&] {
-          json s = Status();
-          if (!s.contains("topology")) return false;
-          for (const auto& srv : s["topology"]["servers"]) {
-            if (srv["alive"].get<bool>()) return true;
-          }
-          return false;
-        },
-        std::chrono::seconds(20)));
-  }
+  void WaitVolumeAlive() { REQUIRE(WaitForLiveVolume(filer(), std::chrono::seconds(20))); }
 
   struct Fsck {
     int code = -1;

@@ -1,5 +1,7 @@
 #include "filer/client/filer_client.h"
 
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -13,12 +15,20 @@ constexpr const char* kMethodNames[] = {
     "KeepAlive", "Open",        "Release",      "Assign",      "LookupVolume", "Subscribe", "ResolvePath"};
 constexpr size_t kMethods = sizeof(kMethodNames) / sizeof(kMethodNames[0]);
 
+// A secured filer takes the metadata transport only with a token of its write key
+// (docs/security.md): signed here when this process's security.toml holds it.
+std::string UpgradeAuthorization() {
+  auto sec = security::Current();
+  if (!sec->filer_write.enabled()) return {};
+  return "Authorization: Bearer " + security::SignFilerToken(sec->filer_write, 60) + "\r\n";
+}
+
 }  // namespace
 
 FilerClient::FilerClient(std::string filer, FilerClientOptions options)
     : opts_(std::move(options)),
       channel_(std::move(filer), rpc::Channel::Options{static_cast<int>(opts_.connect_timeout.count()),
-                                                       opts_.max_receive_bytes}) {
+                                                       opts_.max_receive_bytes, UpgradeAuthorization}) {
   auto& reg = MetricsRegistry::Default();
   calls_ = std::make_unique<std::atomic<uint64_t>[]>(kMethods);
   call_metrics_.resize(kMethods, nullptr);

@@ -1,5 +1,7 @@
 #include "filer/rpc/filer_rpc_service.h"
 
+#include <thread>
+
 #include "filer/client/filer_methods.h"
 #include "shared/log.h"
 #include "shared/status.h"
@@ -238,9 +240,16 @@ void FilerRpcService::AddSessionMethods() {
         spdlog::debug("filer: subscriber {} from seq {}", req.client(), sub->cursor());
         while (!shutdown_ && !w.cancelled()) {
           ASSIGN_OR_RETURN(auto events, sub->Next(opts_.subscribe_batch, opts_.subscribe_poll));
-          for (const Event& e : events) {
-            if (!w.Write(e)) return absl::CancelledError("subscriber went away");
+          if (events.empty()) continue;
+          if (events.size() < opts_.subscribe_batch && opts_.subscribe_linger.count() > 0) {
+            std::this_thread::sleep_for(opts_.subscribe_linger);
+            ASSIGN_OR_RETURN(auto more, sub->Next(opts_.subscribe_batch - events.size(), std::chrono::milliseconds(0)));
+            for (Event& e : more) events.push_back(std::move(e));
           }
+          for (const Event& e : events) {
+            if (!w.Write(e, /*flush=*/false)) return absl::CancelledError("subscriber went away");
+          }
+          if (!w.Flush()) return absl::CancelledError("subscriber went away");
         }
         if (shutdown_) return absl::UnavailableError("filer is shutting down");
         return absl::CancelledError("subscriber went away");

@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "filer/http/auth.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/metrics.h"
 #include "shared/strings.h"
@@ -14,7 +16,8 @@ namespace kelp::filer {
 
 class FilerServer::HttpHandler : public http::Handler {
  public:
-  explicit HttpHandler(FilerServer* server) : server_(server), cluster_(server->topology_.get()) {}
+  explicit HttpHandler(FilerServer* server)
+      : server_(server), cluster_(server->topology_.get()), auth_(security::Current()) {}
 
   // The filer's own paths first (IsFilerOwnPath), then the file APIs.
   bool RunInline(const http::Request& req) const override {
@@ -24,6 +27,10 @@ class FilerServer::HttpHandler : public http::Handler {
   }
 
   void Handle(http::Request& req, http::ResponseWriter& w) override {
+    if (absl::Status a = auth_.Check(req); !a.ok()) {
+      if (!req.body_done()) w.CloseAfter();  // don't read a body we refuse
+      return w.SendStatus(a);
+    }
     if (ClusterHttpRoutes::Owns(req)) return cluster_.Serve(req, w);
     if (IsFilerOwnPath(req.path())) {
       if (req.path() == "/metrics") {
@@ -47,6 +54,7 @@ class FilerServer::HttpHandler : public http::Handler {
  private:
   FilerServer* server_;
   ClusterHttpRoutes cluster_;
+  FilerHttpAuth auth_;
 };
 
 FilerServer::FilerServer(FilerServerOptions options) : opts_(std::move(options)) {}
@@ -73,9 +81,10 @@ absl::Status FilerServer::Start() {
   RETURN_IF_ERROR(core_->Start());
 
   cluster_service_ = std::make_unique<ClusterGrpcService>(topology_.get());
+  ASSIGN_OR_RETURN(auto grpc_creds, security::ServerCredentials(security::kFilerComponent));
   grpc::ServerBuilder builder;
   int want_grpc = opts_.grpc_port > 0 ? opts_.grpc_port : (opts_.port > 0 ? opts_.port + 10000 : 0);
-  builder.AddListeningPort(StrCat(opts_.ip, ":", want_grpc), grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(StrCat(opts_.ip, ":", want_grpc), grpc_creds, &grpc_port_);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
   builder.RegisterService(cluster_service_.get());
@@ -104,11 +113,23 @@ absl::Status FilerServer::Start() {
   hopts.upgrades[std::string(rpc::kUpgradeProtocol)] = [this](int fd, std::string initial) {
     rpc_->Adopt(fd, std::move(initial));
   };
+  hopts.upgrade_check = [auth = FilerHttpAuth(security::Current())](const http::Request& req) {
+    return auth.CheckUpgrade(req);
+  };
   http_ = std::make_unique<http::HttpServer>(hopts, http_handler_.get());
   RETURN_IF_ERROR(http_->Start());
   started_ = true;
   spdlog::info("filer: HTTP on {}:{}, gRPC on {}:{}, data in {}", opts_.ip, http_->port(), opts_.ip, grpc_port_,
                opts_.dir);
+  auto sec = security::Current();
+  if (sec->volume_write.enabled() && !sec->filer_write.enabled()) {
+    spdlog::warn("filer: [jwt.signing] is set but [jwt.filer_signing] is not: anyone who reaches the HTTP port can "
+                 "get volume write tokens from /dir/assign (docs/security.md)");
+  }
+  if (sec->volume_write.enabled() && !sec->grpc_tls()) {
+    spdlog::warn("filer: [jwt.signing] is set but gRPC is not mutual TLS: anyone who reaches the gRPC port can "
+                 "get volume write tokens from Assign (docs/security.md)");
+  }
   return absl::OkStatus();
 }
 

@@ -327,7 +327,7 @@ absl::Status FileData::Write(uint64_t offset, std::string_view data) {
     mtime_ns_ = NowNs();
     // A write after an explicit mtime sets the time again.
     pending_attrs_.set_valid(pending_attrs_.valid() & ~(filer::SET_ATTR_MTIME | filer::SET_ATTR_CTIME));
-    std::vector<Extent> full = dirty_.TakeFullSlots();
+    std::vector<Extent> full = dirty_.TakeFullSlotsAt(offset);
     if (!full.empty()) up = NewUploadLocked(std::move(full));
   }
   if (grew < data.size()) ctx_->budget->Release(data.size() - grew);
@@ -380,7 +380,7 @@ std::shared_ptr<const FileData::Resolved> FileData::ResolvedLocked() {
   std::vector<const filer::Chunk*> ptrs;
   ptrs.reserve(r->chunks.size());
   for (const auto& c : r->chunks) ptrs.push_back(&c);
-  r->intervals = ResolveVisibleIntervals(ptrs, size_, r->inline_data.size());
+  r->intervals = filer::ResolveVisibleIntervals(ptrs, size_, r->inline_data.size());
   resolved_ = r;
   return r;
 }
@@ -414,7 +414,7 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
   covered = Merge(std::move(covered));
   // Fill the ranges no memory layer covered from the resolved chunks.
   size_t ci = 0;
-  for (const VisibleInterval& v : ClipIntervals(res->intervals, offset, n)) {
+  for (const filer::VisibleInterval& v : filer::ClipIntervals(res->intervals, offset, n)) {
     uint64_t pos = v.offset, end = v.end();
     while (pos < end) {
       while (ci < covered.size() && covered[ci].second <= pos) ++ci;
@@ -427,14 +427,14 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
       char* out = dst + (pos - offset);
       uint64_t len_piece = piece_end - pos;
       switch (v.source) {
-        case VisibleInterval::Source::kHole:
+        case filer::VisibleInterval::Source::kHole:
           std::memset(out, 0, len_piece);
           break;
-        case VisibleInterval::Source::kInline:
+        case filer::VisibleInterval::Source::kInline:
           if (pos + len_piece > res->inline_data.size()) return PosixError(EIO, "inline data shorter than its interval");
           std::memcpy(out, res->inline_data.data() + pos, len_piece);
           break;
-        case VisibleInterval::Source::kChunk: {
+        case filer::VisibleInterval::Source::kChunk: {
           uint64_t boff = v.blob_offset + (pos - v.offset);
           absl::Status s = ctx_->fetcher->Read(v.chunk->fid(), v.chunk->blob_size(), boff, len_piece, out, sequential);
           if (!s.ok()) return PosixError(EIO, kelp::StrCat("read of inode ", ino_, ": ", s.message()));
@@ -450,8 +450,8 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
     uint64_t ahead = ctx_->fetcher->window() * ctx_->fetcher->depth();
     uint64_t from = offset + n;
     if (from < res->file_size) {
-      for (const VisibleInterval& v : ClipIntervals(res->intervals, from, std::min(ahead, res->file_size - from))) {
-        if (v.source != VisibleInterval::Source::kChunk || v.chunk->blob_size() == 0) continue;
+      for (const filer::VisibleInterval& v : filer::ClipIntervals(res->intervals, from, std::min(ahead, res->file_size - from))) {
+        if (v.source != filer::VisibleInterval::Source::kChunk || v.chunk->blob_size() == 0) continue;
         for (uint64_t b = v.blob_offset; b < v.blob_offset + v.size; b += ctx_->fetcher->window()) {
           ctx_->fetcher->PrefetchAt(v.chunk->fid(), v.chunk->blob_size(), b);
         }

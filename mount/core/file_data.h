@@ -28,11 +28,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mount/client/blob_store.h"
+#include "mount/core/clients.h"
 #include "mount/core/chunk_fetcher.h"
 #include "mount/core/dirty_buffer.h"
-#include "mount/core/filer.h"
-#include "mount/core/visible_intervals.h"
+#include "mount/core/clients.h"
+#include "filer/client/chunk_intervals.h"
 #include "mount/core/write_budget.h"
 #include "shared/thread_pool.h"
 
@@ -143,7 +143,7 @@ class FileData : public std::enable_shared_from_this<FileData> {
     uint64_t file_size = 0;
     std::vector<filer::Chunk> chunks;
     std::string inline_data;
-    std::vector<VisibleInterval> intervals;
+    std::vector<filer::VisibleInterval> intervals;
   };
 
   // Starts an upload of extents (taken from dirty_) in the background, or runs it here.

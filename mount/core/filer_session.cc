@@ -129,15 +129,18 @@ void FilerSession::OpenedByCreate(uint64_t ino) {
 }
 
 void FilerSession::Release(uint64_t ino) {
+  bool first;
   {
     std::lock_guard lock(mu_);
     auto it = open_.find(ino);
     if (it == open_.end()) return;
     if (--it->second > 0) return;
     open_.erase(it);
+    first = releases_.empty();
     releases_.push_back(ino);
   }
-  cv_.notify_all();
+  // Only the first of a batch wakes the session thread; the rest wait with it.
+  if (first) cv_.notify_all();
 }
 
 void FilerSession::KeepAliveLoop() {

@@ -111,9 +111,10 @@ class ClientConn {
   ~ClientConn() { close(fd_); }
 
   // Upgrades the fresh connection to frames.
-  absl::Status Upgrade(Clock::time_point deadline) {
+  absl::Status Upgrade(Clock::time_point deadline, std::string_view extra_headers) {
     std::string req = kelp::StrCat("GET ", kUpgradePath, " HTTP/1.1\r\nHost: ", address_,
-                                   "\r\nConnection: Upgrade\r\nUpgrade: ", kUpgradeProtocol, "\r\n\r\n");
+                                   "\r\nConnection: Upgrade\r\nUpgrade: ", kUpgradeProtocol, "\r\n", extra_headers,
+                                   "\r\n");
     RETURN_IF_ERROR(SendAll(req));
     for (;;) {
       http::ResponseHead head;
@@ -413,7 +414,7 @@ absl::StatusOr<std::shared_ptr<ClientConn>> Channel::Conn(Clock::time_point dead
   auto connect_deadline = std::min(deadline, Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms));
   ASSIGN_OR_RETURN(int fd, Dial(address_, connect_deadline));
   auto conn = std::make_shared<ClientConn>(address_, fd, opts_.max_payload);
-  RETURN_IF_ERROR(conn->Upgrade(connect_deadline));
+  RETURN_IF_ERROR(conn->Upgrade(connect_deadline, opts_.upgrade_headers ? opts_.upgrade_headers() : std::string()));
   std::lock_guard lock(mu_);
   conn_ = conn;
   ++connects_;
@@ -462,7 +463,7 @@ absl::StatusOr<std::unique_ptr<ClientStream>> Channel::OpenStream(uint16_t metho
   auto deadline = Clock::now() + connect_timeout;
   ASSIGN_OR_RETURN(int fd, Dial(address_, deadline));
   auto conn = std::make_shared<ClientConn>(address_, fd, opts_.max_payload);
-  RETURN_IF_ERROR(conn->Upgrade(deadline));
+  RETURN_IF_ERROR(conn->Upgrade(deadline, opts_.upgrade_headers ? opts_.upgrade_headers() : std::string()));
   auto call = std::make_shared<PendingCall>();
   call->stream = true;
   ASSIGN_OR_RETURN(uint64_t id, conn->Register(call));

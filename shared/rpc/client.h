@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,6 +66,9 @@ class Channel {
     int connect_timeout_ms = 3000;
     // Largest reply payload accepted, in bytes. Default: 256 MiB.
     size_t max_payload = kDefaultMaxPayload;
+    // Extra header lines ("Name: value\r\n"...) of each upgrade request, e.g. the token a
+    // secured filer asks for (docs/security.md). Empty = none.
+    std::function<std::string()> upgrade_headers;
   };
 
   // address: "host:port" of the server's HTTP port. Connects on first use.

@@ -129,6 +129,13 @@ class ServerConn {
     if (!write_armed_) FlushLocked();
     return !closed_;
   }
+  // Sends what is buffered now, from any thread. False once closed.
+  bool FlushNow() {
+    std::lock_guard lock(out_mu_);
+    if (closed_) return false;
+    if (!write_armed_) FlushLocked();
+    return !closed_;
+  }
   // Sends what is buffered (loop thread). False on a hard error.
   bool Flush() {
     std::lock_guard lock(out_mu_);
@@ -262,7 +269,7 @@ const Service::Method* Service::Find(uint16_t method) const {
 
 // ---- StreamWriter ----
 
-bool StreamWriter::Write(const google::protobuf::MessageLite& message) {
+bool StreamWriter::Write(const google::protobuf::MessageLite& message, bool flush) {
   if (control_->cancelled.load()) return false;
   size_t limit = conn_->server()->opts_.max_pending_output;
   if (conn_->pending_output() > limit && !conn_->WaitOutputBelow(limit / 2, *control_)) return false;
@@ -270,8 +277,12 @@ bool StreamWriter::Write(const google::protobuf::MessageLite& message) {
   frame_ = NewFrame();
   if (!message.AppendToString(&frame_)) return false;
   SealFrame(frame_, FrameType::kStream, id_);
-  return conn_->SendNow(frame_);
+  if (flush) return conn_->SendNow(frame_);
+  conn_->Queue(frame_);
+  return !conn_->closed();
 }
+
+bool StreamWriter::Flush() { return !control_->cancelled.load() && conn_->FlushNow(); }
 
 bool StreamWriter::cancelled() const { return control_->cancelled.load() || conn_->closed(); }
 

@@ -50,7 +50,10 @@ enum class Exec {
 class StreamWriter {
  public:
   // False once the client went away or cancelled, or the server is stopping: stop then.
-  bool Write(const google::protobuf::MessageLite& message);
+  // flush = false only queues the message: the next Flush (or a flushing Write) sends it with
+  // the others, in one send.
+  bool Write(const google::protobuf::MessageLite& message, bool flush = true);
+  bool Flush();
   bool cancelled() const;
 
  private:
