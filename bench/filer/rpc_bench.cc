@@ -621,7 +621,7 @@ int main(int argc, char** argv) {
             "length of the throughput run, in seconds (after 0.5 s of warm-up)");
   flags.Add("files", &files, "files made first; calls ask for them at random");
   flags.Add("dir", &dir,
-            "RocksDB directory, wiped first and removed after (default: a new one under $TMPDIR)");
+            "RocksDB directory, new or empty; removed after (default: a new one under $TMPDIR)");
   flags.ParseOrExit(argc - 1, argv + 1);
   kelp::InitLogging("warn");
 
@@ -651,9 +651,23 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Removes the store on every way out, after ns (declared below) closed it.
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+  } cleanup;
   Namespace ns;
-  bool own_dir = dir.empty();
-  if (own_dir) {
+  if (!dir.empty()) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec)) {
+      std::fprintf(stderr, "rpc_bench: -dir %s is not empty; give a new or empty directory\n",
+                   dir.c_str());
+      return 2;
+    }
+  } else {
     std::string tmpl = (std::filesystem::temp_directory_path() / "kelp-rpc-bench-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) {
       std::perror("rpc_bench: mkdtemp");
@@ -661,8 +675,7 @@ int main(int argc, char** argv) {
     }
     dir = tmpl;
   }
-  std::filesystem::remove_all(dir);
-  ns.dir = dir;
+  ns.dir = cleanup.path = dir;
   auto start = Clock::now();
   if (absl::Status s = MakeNamespace(ns, files); !s.ok()) {
     std::fprintf(stderr, "rpc_bench: %s\n", s.ToString().c_str());
@@ -717,7 +730,6 @@ int main(int argc, char** argv) {
   ns.fs->Stop();
   ns.fs.reset();
   ns.kv.reset();
-  std::filesystem::remove_all(dir);
   if (errors > 0) {
     std::fprintf(stderr, "rpc_bench: %lu calls failed or answered the wrong inode\n", errors);
     return 1;
