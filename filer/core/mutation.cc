@@ -10,7 +10,7 @@ void Mutation::Collect(std::vector<std::string> fids, uint64_t ino) {
   if (!fids.empty()) garbage_.emplace_back(std::move(fids), ino);
 }
 
-absl::Status Mutation::Commit() {
+absl::Status Mutation::Commit(bool sync) {
   for (const auto& [fids, ino] : garbage_) {
     if (auto s = fs_->gc_.Enqueue(&batch_, fids, ino); !s.ok()) return s;
   }
@@ -38,7 +38,7 @@ absl::Status Mutation::Commit() {
       batch_.Put(keys::EventKey(first + i), e.SerializeAsString());
     }
   }
-  absl::Status s = fs_->kv_->Write(batch_, false);
+  absl::Status s = fs_->kv_->Write(batch_, sync);
   if (!events_.empty()) fs_->events_.Complete(first, events_.size());
   if (!s.ok()) {
     if (inode_delta_ != 0) fs_->counters_[stripe] -= inode_delta_;
