@@ -18,6 +18,16 @@ constexpr size_t kReadScan = 1'024;
 
 }  // namespace
 
+Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name) {
+  Event e;
+  e.set_kind(kind);
+  e.set_ino(rec.ino);
+  e.set_parent(parent);
+  e.set_name(std::string(name));
+  *e.mutable_attr() = rec.ToAttr();
+  return e;
+}
+
 EventLog::EventLog(KvStore* kv, Clock* clock, const FilerOptions& opts)
     : kv_(kv), clock_(clock), opts_(opts), seq_(kv, keys::kEventSeq, kEventSeqStep) {}
 
@@ -40,6 +50,22 @@ absl::Status EventLog::Load() {
 absl::StatusOr<uint64_t> EventLog::Reserve(size_t n) {
   std::lock_guard lock(mu_);
   return seq_.Next(n);
+}
+
+absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events) {
+  if (events.empty()) return kv_->Write(b, false);
+  auto first = Reserve(events.size());
+  if (!first.ok()) return first.status();
+  int64_t now = clock_->WallNs();
+  for (size_t i = 0; i < events.size(); ++i) {
+    Event& e = events[i];
+    e.set_seq(*first + i);
+    if (e.time_ns() == 0) e.set_time_ns(now);
+    b.Put(keys::EventKey(*first + i), e.SerializeAsString());
+  }
+  absl::Status s = kv_->Write(b, false);
+  Complete(*first, events.size());
+  return s;
 }
 
 void EventLog::Complete(uint64_t first, size_t n) {

@@ -23,11 +23,17 @@
 #include "absl/status/statusor.h"
 #include "filer/core/clock.h"
 #include "filer/core/options.h"
-#include "filer/store/sequence.h"
 #include "filer/store/kv_store.h"
+#include "filer/store/records.h"
+#include "filer/store/sequence.h"
 #include "proto/filer.pb.h"
 
 namespace kelp::filer {
+
+// An event about rec (its attributes as they are now): kind, the entry parent/name it
+// concerns ("" and 0 for attribute and data events). Seq and time are set when it is
+// written (EventLog::Write).
+Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
 
 class EventLog {
  public:
@@ -35,10 +41,10 @@ class EventLog {
 
   absl::Status Load();
 
-  // Reserves n consecutive seqs and returns the first. Each reserved seq must be passed to
-  // Complete() once its batch was written or failed.
-  absl::StatusOr<uint64_t> Reserve(size_t n);
-  void Complete(uint64_t first, size_t n);
+  // The one way events enter the log: writes batch b (unsynced) with events appended, each
+  // given the next seq and, where it has none, the time now. The seqs are published once
+  // the write has succeeded or failed.
+  absl::Status Write(WriteBatch& b, std::vector<Event>& events);
 
   uint64_t published() const;
   // Seqs below the floor were trimmed.
@@ -55,6 +61,11 @@ class EventLog {
   bool stopped() const;
 
  private:
+  // Reserves n consecutive seqs and returns the first. Each reserved seq must be passed to
+  // Complete() once its batch was written or failed.
+  absl::StatusOr<uint64_t> Reserve(size_t n);
+  void Complete(uint64_t first, size_t n);
+
   KvStore* const kv_;
   Clock* const clock_;
   const FilerOptions opts_;

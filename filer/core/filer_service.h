@@ -204,7 +204,6 @@ class FilerService {
   absl::Status PurgeOrphanIfUnused(uint64_t ino);
   // Is `dir` the directory `ancestor` or inside it? Walks parent pointers.
   absl::StatusOr<bool> IsWithin(uint64_t dir, uint64_t ancestor);
-  Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
   absl::Status TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size);
   // The bits of req other than SIZE (filer/client/set_attr.h).
   void ApplyAttrBits(InodeRecord& rec, const SetAttrRequest& req, int64_t now);
