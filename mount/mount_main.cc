@@ -9,16 +9,16 @@
 
 #include "cmd/commands.h"
 #include "filer/client/filer_client.h"
+#include "volume/client/blob_client.h"
+#include "volume/client/volume_client.h"
 #include "mount/cache/cache_flags.h"
 #include "mount/cache/tiered_cache.h"
-#include "mount/client/volume_blob_store.h"
 #include "mount/core/filesystem.h"
 #include "mount/fuse/fuse_server.h"
 #include "mount/mount_options.h"
 #include "mount/mount_status.h"
 #include "shared/daemon.h"
 #include "shared/flags.h"
-#include "shared/http/http_client.h"
 #include "shared/log.h"
 #include "shared/signals.h"
 #include "shared/strings.h"
@@ -60,14 +60,18 @@ int MountMain(int argc, char** argv) {
   fco.metrics_label = "mount";
   filer::FilerClient meta(opts.filer, fco);
   if (absl::Status s = meta.Connect(std::chrono::milliseconds(opts.connect_timeout_ms)); !s.ok()) return fail(s);
-  http::HttpClient::Options ho;
-  ho.connect_timeout_ms = 3000;
-  ho.io_timeout_ms = 60000;
-  http::HttpClient http(ho);
-  mount::VolumeBlobStore::Options bo;
+  volume::VolumeClient::Options vo;
+  vo.connect_timeout_ms = std::min(3000, opts.connect_timeout_ms);
+  vo.io_timeout_ms = opts.rpc_timeout_ms;  // a frozen volume server: EIO after -rpcTimeoutMs
+  volume::VolumeClient volumes(vo);
+  volume::BlobClient::Options bo;
   bo.replication = opts.replication;
   bo.collection = opts.collection;
-  mount::VolumeBlobStore blobs(&meta, &http, bo);
+  bo.metric_prefix = "kelp_mount_blob";
+  volume::BlobClient blobs(
+      volume::Coordinator{[&meta](const cluster::AssignRequest& r) { return meta.Assign(r); },
+                          [&meta](const cluster::LookupVolumeRequest& r) { return meta.LookupVolume(r); }, nullptr},
+      &volumes, bo);
 
   mount::FsOptions fo;
   fo.filer_path = opts.filer_path;

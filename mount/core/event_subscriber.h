@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "mount/core/filer.h"
+#include "mount/core/clients.h"
 
 namespace kelp::mount {
 

@@ -20,7 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "mount/core/filer.h"
+#include "mount/core/clients.h"
 
 namespace kelp::mount {
 

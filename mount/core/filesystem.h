@@ -24,11 +24,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "mount/client/blob_store.h"
+#include "mount/core/clients.h"
 #include "mount/core/chunk_fetcher.h"
 #include "mount/core/dir_listings.h"
 #include "mount/core/file_data.h"
-#include "mount/core/filer.h"
+#include "mount/core/clients.h"
 #include "mount/core/filer_session.h"
 #include "mount/core/inode_table.h"
 #include "mount/core/meta_cache.h"

@@ -173,6 +173,16 @@ absl::StatusOr<std::string> VolumeClient::Read(std::string_view location, std::s
   return out;
 }
 
+absl::Status VolumeClient::Sync(std::string_view location, const std::vector<uint32_t>& volume_ids) {
+  std::string target = "/sync?volumes=";
+  for (size_t i = 0; i < volume_ids.size(); ++i) kelp::StrAppend(&target, i ? "," : "", volume_ids[i]);
+  std::string what = kelp::StrCat("POST ", location, target);
+  auto resp = http_.Do("POST", location, target, {}, {});
+  if (!resp.ok()) return Transport(resp.status(), what);
+  if (resp->status != 200) return StatusFromHttp(resp->status, resp->body, what);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> VolumeClient::Delete(std::string_view location, std::string_view fid) {
   std::string what = kelp::StrCat("delete ", fid, " on ", location);
   http::Headers h;

@@ -58,6 +58,10 @@ class VolumeClient {
   absl::Status Read(std::string_view location, std::string_view fid, uint64_t offset,
                     uint64_t length, const std::function<absl::Status(std::string_view)>& sink);
 
+  // Makes every blob written so far to these volumes durable on every replica (POST
+  // /sync?volumes=, docs/volume-http.md) on the server at location.
+  absl::Status Sync(std::string_view location, const std::vector<uint32_t>& volume_ids);
+
   // Deletes blob fid (and its replicas); returns the bytes freed. ENOENT if absent.
   absl::StatusOr<uint64_t> Delete(std::string_view location, std::string_view fid);
 
