@@ -12,10 +12,8 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <vector>
 
@@ -27,6 +25,7 @@
 #include "filer/store/records.h"
 #include "filer/store/sequence.h"
 #include "proto/filer.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -70,13 +69,14 @@ class EventLog {
   Clock* const clock_;
   const FilerOptions opts_;
   SequenceAllocator seq_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // Lock order: trim_mu_, then mu_; mu_ is a leaf (seq_'s mutex is never taken under it).
+  mutable Mutex mu_;
+  CondVar cv_;
   uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<uint64_t> done_ ABSL_GUARDED_BY(mu_);  // completed seqs above published_
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::mutex trim_mu_;  // one Trim at a time
+  Mutex trim_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one Trim at a time
 };
 
 // One subscriber's cursor over the log. Not thread-safe: one thread reads it.

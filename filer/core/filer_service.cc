@@ -53,7 +53,7 @@ absl::Status FilerService::Start() {
   RETURN_IF_ERROR(EnsureRoot());
   start_mono_ns_ = clock_->MonoNs();
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     stopping_ = false;
   }
   if (opts_.background_loops) {
@@ -84,10 +84,10 @@ void FilerService::Stop() {
   for (int id : metric_callbacks_) MetricsRegistry::Default().RemoveCallback(id);
   metric_callbacks_.clear();
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     stopping_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
   if (maintenance_.joinable()) maintenance_.join();
   gc_.Stop();
   events_.Stop();
@@ -160,13 +160,15 @@ int64_t FilerService::InodeCount() const {
 }
 
 void FilerService::MaintenanceLoop() {
-  std::unique_lock lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   while (!stopping_) {
-    loop_cv_.wait_for(lock, opts_.maintenance_interval, [&] { return stopping_; });
+    auto due = std::chrono::steady_clock::now() + opts_.maintenance_interval;
+    while (!stopping_ && loop_cv_.WaitUntil(lock, due)) {
+    }
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     RunMaintenance();
-    lock.lock();
+    lock.Lock();
   }
 }
 
