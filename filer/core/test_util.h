@@ -24,6 +24,7 @@
 #include "shared/file_id.h"
 #include "shared/mutex.h"
 #include "shared/status.h"
+#include "shared/testing/temp_dir.h"
 
 namespace kelp::filer::testing {
 
@@ -173,10 +174,6 @@ class Harness {
       : backend_(std::move(backend)) {
     opts_ = TestOptions(&clock);
     if (tweak) tweak(opts_);
-    static std::atomic<int> n{0};
-    dir_ = std::filesystem::temp_directory_path() /
-           ("kelp-filer-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    std::filesystem::remove_all(dir_);
     OpenStore();
     Boot();
   }
@@ -184,7 +181,6 @@ class Harness {
     fs.reset();
     counting.reset();
     kv.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   // Stops the service and, for RocksDB, closes the store; then opens both again, as a filer
@@ -286,7 +282,8 @@ class Harness {
 
   std::string backend_;
   FilerOptions opts_;
-  std::filesystem::path dir_;
+  kelp::testing::TempDir tmp_{"kelp-filer-test"};  // removed after the store is closed
+  std::filesystem::path dir_{tmp_.path()};
 };
 
 // The errno of a status or StatusOr.
