@@ -187,11 +187,22 @@ TEST_CASE("kill -9 of a volume server during writes loses nothing acknowledged")
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Each phase lasts until the writers have had more writes acknowledged in it: before the
+  // kill, while the server is down (writes go on to the other two), and after it is back.
+  auto acked_count = [&] {
+    std::lock_guard lock(mu);
+    return acked.size();
+  };
+  auto more_acked = [&](size_t n) {
+    size_t from = acked_count();
+    return WaitFor([&] { return acked_count() >= from + n; }, std::chrono::seconds(60));
+  };
+  CHECK(more_acked(50));
   c.KillVolume(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(more_acked(50));
   c.StartVolume(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(WaitFor([&] { return c.AliveServers() == 3; }, std::chrono::seconds(20)));
+  CHECK(more_acked(50));
   stop = true;
   for (auto& t : writers) t.join();
   REQUIRE(WaitFor([&] { return c.AliveServers() == 3; }, std::chrono::seconds(20)));
