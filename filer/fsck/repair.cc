@@ -38,6 +38,7 @@ std::optional<RepairStage> StageOf(ProblemKind k) {
     case ProblemKind::kDentryType:
     case ProblemKind::kIndexStale:
     case ProblemKind::kDirExtraName:
+    case ProblemKind::kJournalStray:
     case ProblemKind::kOrphanWithoutInode:
     case ProblemKind::kGcBadEntry:
     case ProblemKind::kGcReferenced:
@@ -50,6 +51,7 @@ std::optional<RepairStage> StageOf(ProblemKind k) {
     case ProblemKind::kNlink:
     case ProblemKind::kDirParent:
     case ProblemKind::kChunkCount:
+    case ProblemKind::kJournalCount:
     case ProblemKind::kInlineSize:
     case ProblemKind::kNotOrphan:
     case ProblemKind::kOrphanLinked:
@@ -62,6 +64,7 @@ std::optional<RepairStage> StageOf(ProblemKind k) {
     case ProblemKind::kCorruptRecord:
     case ProblemKind::kInlineTooLarge:
     case ProblemKind::kChunkBadFid:
+    case ProblemKind::kJournalMissing:
       return std::nullopt;
   }
   return std::nullopt;

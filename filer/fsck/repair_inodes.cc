@@ -41,6 +41,10 @@ absl::Status Repairer::FixInodes(const Problems& todo) {
           what.push_back(fmt::format("inline_size {} -> {}", rec->inline_size, p->value));
           rec->inline_size = p->value;
           break;
+        case ProblemKind::kJournalCount:
+          what.push_back(fmt::format("journal_count {} -> {}", rec->journal_count, p->value));
+          rec->journal_count = p->value;
+          break;
         case ProblemKind::kNotOrphan: {
           ASSIGN_OR_RETURN(bool entries, HasEntries(ino));
           if (rec->IsDir() && entries) {

@@ -85,6 +85,7 @@ absl::Status Repairer::Recreate(uint64_t ino, const EntryName* name) {
       ++rec.chunk_count;
       auto c = DecodeChunk(keys::SecondU64(it->key()), it->value());
       if (c.ok()) rec.size = std::max(rec.size, c->offset() + c->size());
+      if (c.ok() && c->fid().empty()) ++rec.journal_count;
     }
     RETURN_IF_ERROR(it->status());
     if (auto f = kv_.Get(keys::InlineKey(ino)); f.ok()) {
