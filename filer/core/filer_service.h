@@ -17,12 +17,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -44,6 +42,7 @@
 #include "filer/store/kv_store.h"
 #include "filer/store/records.h"
 #include "proto/filer.pb.h"
+#include "shared/mutex.h"
 #include "volume/client/blob_store.h"
 
 namespace kelp::filer {
@@ -217,7 +216,6 @@ class FilerService {
   absl::Status PurgeOrphanIfUnused(uint64_t ino);
   // Is `dir` the directory `ancestor` or inside it? Walks parent pointers.
   absl::StatusOr<bool> IsWithin(uint64_t dir, uint64_t ancestor);
-  Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
   absl::Status TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size);
   // The bits of req other than SIZE (filer/client/set_attr.h).
   void ApplyAttrBits(InodeRecord& rec, const SetAttrRequest& req, int64_t now);
@@ -249,7 +247,7 @@ class FilerService {
   // Serialises cross-directory renames that move directories, so the "not into its own
   // subtree" walk cannot race with another such rename (Linux's s_vfs_rename_mutex).
   // Taken before any stripe.
-  std::mutex rename_mu_;
+  Mutex rename_mu_;
   SequenceAllocator inode_seq_;
   SequenceAllocator chunk_seq_;
   EventLog events_;
@@ -261,8 +259,9 @@ class FilerService {
   std::unique_ptr<std::atomic<int64_t>[]> counters_;
   int64_t start_mono_ns_ = 0;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
+  // A leaf: guards the maintenance loop's stop flag only (released while maintenance runs).
+  Mutex loop_mu_;
+  CondVar loop_cv_;
   bool stopping_ ABSL_GUARDED_BY(loop_mu_) = false;
   std::thread maintenance_;
   std::atomic<bool> started_{false};

@@ -2,12 +2,12 @@
 // family with the metadata, read back through GetChunks, trimmed and dropped with the file,
 // and moved to blobs in the background with their seqs unchanged.
 #include <map>
-#include <mutex>
 
 #include "filer/client/chunk_intervals.h"
 #include "filer/client/limits.h"
 #include "filer/core/test_util.h"
 #include "filer/store/keys.h"
+#include "shared/mutex.h"
 #include "volume/client/blob_store.h"
 
 using namespace kelp::filer;
@@ -20,7 +20,7 @@ namespace {
 class MemBlobs : public kelp::volume::BlobStore {
  public:
   absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override {
-    std::lock_guard lock(mu_);
+    kelp::MutexLock lock(mu_);
     if (fail) return kelp::PosixError(EIO, "volume server down");
     std::string fid = Fid(1000 + blobs_.size());
     blobs_[fid] = std::string(data);
@@ -31,7 +31,7 @@ class MemBlobs : public kelp::volume::BlobStore {
                    const kelp::volume::ByteSink& sink) override {
     std::string bytes;
     {
-      std::lock_guard lock(mu_);
+      kelp::MutexLock lock(mu_);
       auto it = blobs_.find(std::string(fid));
       if (it == blobs_.end()) return kelp::PosixError(EIO, "no such blob");
       if (offset + length > it->second.size()) return kelp::PosixError(EIO, "past the blob's end");
@@ -43,19 +43,19 @@ class MemBlobs : public kelp::volume::BlobStore {
   void Discard(const std::vector<std::string>&) override {}
 
   size_t puts() {
-    std::lock_guard lock(mu_);
+    kelp::MutexLock lock(mu_);
     return blobs_.size();
   }
   size_t fsyncs() {
-    std::lock_guard lock(mu_);
+    kelp::MutexLock lock(mu_);
     return fsyncs_;
   }
   bool fail = false;
 
  private:
-  std::mutex mu_;
-  std::map<std::string, std::string> blobs_;
-  size_t fsyncs_ = 0;
+  kelp::Mutex mu_;
+  std::map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mu_);
+  size_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 Chunk Journaled(uint64_t offset, const std::string& data) {

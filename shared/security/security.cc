@@ -1,9 +1,9 @@
 #include "shared/security/security.h"
 
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "shared/log.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 #include "shared/security/tls.h"
 
@@ -15,7 +15,7 @@ struct State {
   std::shared_ptr<grpc::ChannelCredentials> channel;
 };
 
-std::mutex g_mu;
+Mutex g_mu;
 State& GlobalState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
   static State* s = new State;  // never destroyed: read by threads until exit
   return *s;
@@ -29,7 +29,7 @@ absl::Status Install(SecurityConfig config, std::string_view client_component) {
     // Fail at start, not at the first connection, when a file cannot be used.
     RETURN_IF_ERROR(NewClientSslCtx(config, client_component).status());
   }
-  std::lock_guard l(g_mu);
+  MutexLock l(g_mu);
   State& s = GlobalState();
   s.config = std::make_shared<const SecurityConfig>(std::move(config));
   s.channel = std::move(channel);
@@ -43,12 +43,12 @@ absl::Status InstallFromFile(const std::string& path, std::string_view client_co
 }
 
 std::shared_ptr<const SecurityConfig> Current() {
-  std::lock_guard l(g_mu);
+  MutexLock l(g_mu);
   return GlobalState().config;
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials() {
-  std::lock_guard l(g_mu);
+  MutexLock l(g_mu);
   State& s = GlobalState();
   if (!s.channel) s.channel = grpc::InsecureChannelCredentials();
   return s.channel;
