@@ -278,7 +278,7 @@ class FilerService {
   // With ino's lock held: queues ino by its oldest J record, or forgets it when it has none.
   absl::Status RequeueJournalLocked(uint64_t ino);
   absl::Status LoadJournalQueue();
-  std::mutex journal_mu_;  // a leaf
+  Mutex journal_mu_;  // a leaf
   std::set<std::pair<int64_t, uint64_t>> journal_due_ ABSL_GUARDED_BY(journal_mu_);
   std::unordered_map<uint64_t, int64_t> journal_oldest_ ABSL_GUARDED_BY(journal_mu_);
 };

@@ -24,7 +24,7 @@ struct Piece {
 void FilerService::SetBlobStore(volume::BlobStore* blobs) { blobs_.store(blobs); }
 
 void FilerService::NoteJournaledLocked(uint64_t ino, int64_t commit_ms) {
-  std::lock_guard lock(journal_mu_);
+  MutexLock lock(journal_mu_);
   if (journal_oldest_.emplace(ino, commit_ms).second) journal_due_.emplace(commit_ms, ino);
 }
 
@@ -40,7 +40,7 @@ absl::Status FilerService::RequeueJournalLocked(uint64_t ino) {
     oldest = ms;
   }
   RETURN_IF_ERROR(it->status());
-  std::lock_guard lock(journal_mu_);
+  MutexLock lock(journal_mu_);
   if (auto old = journal_oldest_.find(ino); old != journal_oldest_.end()) {
     journal_due_.erase({old->second, ino});
     journal_oldest_.erase(old);
@@ -65,7 +65,7 @@ absl::Status FilerService::LoadJournalQueue() {
     std::string_view data;
     if (!DecodeJournal(it->value(), &ms, &data).ok()) ms = 0;
     {
-      std::lock_guard lock(journal_mu_);
+      MutexLock lock(journal_mu_);
       if (journal_oldest_.emplace(ino, ms).second) journal_due_.emplace(ms, ino);
     }
     from = keys::PrefixEnd(keys::JournalPrefix(ino));
@@ -80,7 +80,7 @@ absl::StatusOr<uint64_t> FilerService::MoveJournal(int64_t older_than_ms, uint64
   while (gathered < max_bytes && failed.ok()) {
     uint64_t ino;
     {
-      std::lock_guard lock(journal_mu_);
+      MutexLock lock(journal_mu_);
       if (journal_due_.empty() || journal_due_.begin()->first > older_than_ms) break;
       ino = journal_due_.begin()->second;
       journal_due_.erase(journal_due_.begin());  // journal_oldest_ keeps it: commits don't requeue it
