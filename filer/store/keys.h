@@ -30,6 +30,7 @@ inline constexpr char kXattr = 'X';      // X ino name                      -> r
 inline constexpr char kOrphan = 'O';     // O ino                           -> varint unlink time ns
 inline constexpr char kGc = 'G';         // G due_ms seq                    -> GcValue
 inline constexpr char kEvent = 'E';      // E seq                           -> serialized kelp.filer.Event
+inline constexpr char kJournal = 'J';    // J ino seq                       -> JournalValue (varint ms, data)
 
 // Sequence names (family Q).
 inline constexpr std::string_view kInodeSeq = "inode";
@@ -85,6 +86,14 @@ inline std::string ChunkKey(uint64_t ino, uint64_t seq) {
 inline std::string ChunkPrefix(uint64_t ino) { return WithIno(kChunk, ino); }
 
 inline std::string InlineKey(uint64_t ino) { return WithIno(kInline, ino); }
+
+// A journaled chunk's bytes: the same (ino, seq) as its C record.
+inline std::string JournalKey(uint64_t ino, uint64_t seq) {
+  std::string k = WithIno(kJournal, ino);
+  PutFixed64BE(&k, seq);
+  return k;
+}
+inline std::string JournalPrefix(uint64_t ino) { return WithIno(kJournal, ino); }
 
 inline std::string XattrKey(uint64_t ino, std::string_view name) {
   return WithIno(kXattr, ino).append(name);

@@ -62,7 +62,9 @@ std::string EncodeInode(const InodeRecord& r) {
   PutVarint64(&v, r.inline_size);
   PutVarint64(&v, r.next_cookie);
   PutLengthPrefixed(&v, r.symlink_target);
-  if (r.xattrs_counted) PutVarint64(&v, r.xattr_count);  // optional trailing field
+  // Optional trailing fields: absent in records written before they were kept.
+  if (r.xattrs_counted || r.journal_count > 0) PutVarint64(&v, r.xattrs_counted ? r.xattr_count : 0);
+  if (r.journal_count > 0) PutVarint64(&v, r.journal_count);
   return v;
 }
 
@@ -85,6 +87,7 @@ absl::StatusOr<InodeRecord> DecodeInode(uint64_t ino, std::string_view v) {
   if (!ok) return Corrupt("inode");
   r.xattrs_counted = !v.empty();
   if (r.xattrs_counted && !GetVarint64(&v, &r.xattr_count)) return Corrupt("inode");
+  if (!v.empty() && !GetVarint64(&v, &r.journal_count)) return Corrupt("inode");
   r.mode = static_cast<uint32_t>(mode);
   r.uid = static_cast<uint32_t>(uid);
   r.gid = static_cast<uint32_t>(gid);
@@ -153,6 +156,21 @@ absl::StatusOr<Chunk> DecodeChunk(uint64_t seq, std::string_view v) {
   c.set_blob_size(blob_size);
   c.set_seq(seq);
   return c;
+}
+
+std::string EncodeJournal(int64_t commit_ms, std::string_view data) {
+  std::string v;
+  PutVarint64(&v, static_cast<uint64_t>(commit_ms));
+  v.append(data);
+  return v;
+}
+
+absl::Status DecodeJournal(std::string_view v, int64_t* commit_ms, std::string_view* data) {
+  uint64_t ms = 0;
+  if (!GetVarint64(&v, &ms)) return Corrupt("journal");
+  *commit_ms = static_cast<int64_t>(ms);
+  *data = v;
+  return absl::OkStatus();
 }
 
 std::string EncodeGc(const GcValue& g) {
