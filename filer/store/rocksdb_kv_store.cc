@@ -152,8 +152,12 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir
   opts.IncreaseParallelism(2);
   opts.OptimizeLevelStyleCompaction(options.memtable_budget_bytes);
   // With sync=false writes still go to the WAL; manual_wal_flush=false means each write
-  // reaches the OS, so a process crash loses nothing acknowledged.
-  opts.manual_wal_flush = false;
+  // reaches the OS, so a process crash loses nothing acknowledged. Under testing_power_cut
+  // they stay in RocksDB's WAL buffer: a synced write flushes the buffer before its fsync
+  // (WritableFileWriter::Sync flushes first) and Sync() is FlushWAL(true), so what a synced
+  // write or Sync() returned for is on disk, and only what no sync covered dies with the
+  // process.
+  opts.manual_wal_flush = options.testing_power_cut;
   // Tickers only (no timers, no histograms): what kelp_filer_wal_file_syncs reads.
   opts.statistics = rocksdb::CreateDBStatistics();
   opts.statistics->set_stats_level(rocksdb::StatsLevel::kExceptHistogramOrTimers);
