@@ -48,7 +48,7 @@ class SecureCluster {
     auto pki = security::testing::MakeTestPki(tmp_.path());
     REQUIRE(pki.ok());
     pki_ = *pki;
-    toml_ = tmp_.Sub("security.toml");
+    toml_ = tmp_.file("security.toml");
     std::ofstream(toml_) << security::testing::SecurityToml(
         {&pki_, kVolumeKey, kVolumeReadKey, kFilerKey, kFilerReadKey, 60});
     auto cfg = security::LoadSecurityConfig(toml_);
@@ -56,18 +56,18 @@ class SecureCluster {
     cfg_ = *cfg;
 
     filer_port_ = FreePort();
-    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.Sub("filer")), StrCat("-port=", filer_port_),
+    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.file("filer")), StrCat("-port=", filer_port_),
                              "-maxMB=1", "-pulseMs=300", StrCat("-security=", toml_)},
-                            tmp_.Sub("filer.log"));
+                            tmp_.file("filer.log"));
     REQUIRE(f.ok());
     filer_ = std::move(*f);
     REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
     volume_port_ = FreePort();
-    std::filesystem::create_directories(tmp_.Sub("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.Sub("vol")), StrCat("-port=", volume_port_),
+    std::filesystem::create_directories(tmp_.file("vol"));
+    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.file("vol")), StrCat("-port=", volume_port_),
                              StrCat("-port.grpc=", volume_port_ + 10000), StrCat("-filer=", filer()), "-max=8",
                              StrCat("-security=", toml_)},
-                            tmp_.Sub("vol.log"));
+                            tmp_.file("vol.log"));
     REQUIRE(v.ok());
     volume_ = std::move(*v);
     // The heartbeat travels over mutual TLS: the server shows up only if that works.
@@ -280,13 +280,13 @@ TEST_CASE("kelp benchmark and kelp security.token work with -security") {
   TempDir tmp("kelp-security-bench");
   auto b = Process::Start({KelpBinary(), "benchmark", StrCat("-filer=", C().filer()), "-n=300", "-c=4", "-size=512",
                            StrCat("-security=", C().toml())},
-                          tmp.Sub("bench.log"));
+                          tmp.file("bench.log"));
   REQUIRE(b.ok());
   int rc = (*b)->Wait(std::chrono::seconds(120));
   INFO((*b)->Log());
   CHECK(rc == 0);
   auto t = Process::Start({KelpBinary(), "security.token", StrCat("-security=", C().toml()), "-read"},
-                          tmp.Sub("token.log"));
+                          tmp.file("token.log"));
   REQUIRE(t.ok());
   REQUIRE((*t)->Wait(std::chrono::seconds(10)) == 0);
   std::string token = (*t)->Log();
@@ -307,11 +307,11 @@ TEST_CASE("no key reaches a log or a command line") {
 
 TEST_CASE("a malformed security.toml stops the server with a clear error") {
   TempDir tmp("kelp-security-bad");
-  std::string bad = tmp.Sub("bad.toml");
+  std::string bad = tmp.file("bad.toml");
   std::ofstream(bad) << "[jwt.signing]\nkey = \"short\"\n";
-  auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp.Sub("f")), StrCat("-port=", FreePort()),
+  auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp.file("f")), StrCat("-port=", FreePort()),
                            StrCat("-security=", bad)},
-                          tmp.Sub("filer.log"));
+                          tmp.file("filer.log"));
   REQUIRE(f.ok());
   CHECK((*f)->Wait(std::chrono::seconds(20)) == 1);
   CHECK((*f)->Log().find("shorter than 16 bytes") != std::string::npos);
@@ -336,11 +336,11 @@ TEST_CASE("a mount with -security writes and reads through tokens and mutual TLS
     return;
   }
   TempDir tmp("kelp-security-mount");
-  std::string dir = tmp.Sub("mnt");
+  std::string dir = tmp.file("mnt");
   std::filesystem::create_directories(dir);
   auto m = Process::Start({KelpBinary(), "mount", StrCat("-dir=", dir), StrCat("-filer=", C().filer()),
                            "-cacheCapacityMB=0", StrCat("-security=", C().toml())},
-                          tmp.Sub("mount.log"));
+                          tmp.file("mount.log"));
   REQUIRE(m.ok());
   struct Unmount {
     std::string dir;

@@ -65,7 +65,9 @@ absl::Status FilerServer::Start() {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(opts_.dir) / "meta", ec);
   if (ec) return absl::FailedPreconditionError(StrCat("cannot create ", opts_.dir, ": ", ec.message()));
-  ASSIGN_OR_RETURN(kv_, OpenRocksKvStore((std::filesystem::path(opts_.dir) / "meta").string()));
+  RocksKvOptions kv_opts;
+  kv_opts.testing_power_cut = opts_.testing_power_cut;
+  ASSIGN_OR_RETURN(kv_, OpenRocksKvStore((std::filesystem::path(opts_.dir) / "meta").string(), kv_opts));
 
   admin_ = NewGrpcVolumeAdmin();
   Topology::Options topts;

@@ -1,9 +1,9 @@
 #include "shared/security/security.h"
 
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "shared/log.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 #include "shared/security/tls.h"
 
@@ -16,7 +16,7 @@ struct State {
   std::shared_ptr<SSL_CTX> client_ssl;  // null without [grpc] ca
 };
 
-std::mutex g_mu;
+Mutex g_mu;
 State& GlobalState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) {
   static State* s = new State;  // never destroyed: read by threads until exit
   return *s;
@@ -28,7 +28,7 @@ absl::Status Install(SecurityConfig config, std::string_view client_component) {
   ASSIGN_OR_RETURN(auto channel, GrpcChannelCredentials(config, client_component));
   // Made now: a file that cannot be used fails the start, not the first connection.
   ASSIGN_OR_RETURN(SslCtxPtr client_ssl, NewClientSslCtx(config, client_component));
-  std::lock_guard l(g_mu);
+  MutexLock l(g_mu);
   State& s = GlobalState();
   s.config = std::make_shared<const SecurityConfig>(std::move(config));
   s.channel = std::move(channel);
@@ -43,12 +43,12 @@ absl::Status InstallFromFile(const std::string& path, std::string_view client_co
 }
 
 std::shared_ptr<const SecurityConfig> Current() {
-  std::lock_guard l(g_mu);
+  MutexLock l(g_mu);
   return GlobalState().config;
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials() {
-  std::lock_guard l(g_mu);
+  MutexLock l(g_mu);
   State& s = GlobalState();
   if (!s.channel) s.channel = grpc::InsecureChannelCredentials();
   return s.channel;
@@ -59,7 +59,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(std::
 }
 
 std::shared_ptr<SSL_CTX> ClientSslCtx() {
-  std::lock_guard l(g_mu);
+  MutexLock l(g_mu);
   return GlobalState().client_ssl;
 }
 
