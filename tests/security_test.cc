@@ -2,9 +2,11 @@
 // security.toml (every JWT key, and mutual TLS for gRPC from a test CA). Volume heartbeats,
 // the filer's GC deletes and `kelp benchmark` work through it; requests without the right
 // token are refused (401) and change nothing; gRPC clients without a certificate of the CA
-// are refused; no key reaches a log or a command line.
+// are refused, on gRPC and on the metadata transport (a mount with a rogue certificate never
+// mounts); no key reaches a log or a command line.
 #include <unistd.h>
 
+#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "proto/cluster.grpc.pb.h"
 #include "shared/file_id.h"
 #include "shared/http/http_client.h"
+#include "shared/rpc/client.h"
 #include "shared/security/jwt.h"
 #include "shared/security/security_config.h"
 #include "shared/security/testing/test_pki.h"
@@ -224,6 +227,55 @@ TEST_CASE("gRPC: only clients with a certificate of the CA get in") {
   CHECK(call(grpc::SslCredentials(anonymous)).error_code() == grpc::StatusCode::UNAVAILABLE);
 }
 
+namespace {
+
+// A metadata-transport channel to the filer presenting component's certificate (the
+// security.toml's, or cfg's when given), with the filer's upgrade token.
+rpc::Channel::Options RpcOptions(const security::SecurityConfig& cfg, std::string_view component) {
+  rpc::Channel::Options o;
+  o.connect_timeout_ms = 5000;
+  std::string token = security::SignFilerToken(cfg.filer_write, 60);
+  o.upgrade_headers = [token] { return "Authorization: Bearer " + token + "\r\n"; };
+  if (!cfg.grpc_ca.empty()) {
+    auto ctx = security::NewClientSslCtx(cfg, component);
+    REQUIRE(ctx.ok());
+    o.tls = std::shared_ptr<SSL_CTX>(std::move(*ctx));
+  }
+  return o;
+}
+
+// StatFs (method 15, an empty request): any answer the filer gives means frames got through.
+absl::Status StatFs(const rpc::Channel::Options& o) {
+  rpc::Channel ch(C().filer(), o);
+  return ch.CallRaw(15, "", std::chrono::seconds(5)).status();
+}
+
+double Metric(const std::string& name) {
+  auto r = C().Do("GET", C().filer(), "/metrics");
+  size_t at = r.body.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(r.body.substr(at + name.size() + 2));
+}
+
+}  // namespace
+
+TEST_CASE("the metadata transport is mutual TLS: only clients with a certificate of the CA get frames") {
+  CHECK(StatFs(RpcOptions(C().cfg(), security::kClientComponent)).ok());
+  double refused = Metric("kelp_filer_rpc_tls_refused_total");
+  // A certificate another CA signed: the filer ends the handshake, no answer.
+  security::SecurityConfig rogue = C().cfg();
+  rogue.grpc[std::string(security::kClientComponent)] = {C().pki().Cert("rogue"), C().pki().Key("rogue")};
+  absl::Status s = StatFs(RpcOptions(rogue, security::kClientComponent));
+  INFO(s.ToString());
+  CHECK(s.code() == absl::StatusCode::kUnavailable);
+  // No TLS at all (the upgrade token alone): frames in the clear get no answer either.
+  security::SecurityConfig plain = C().cfg();
+  plain.grpc_ca.clear();
+  CHECK(StatFs(RpcOptions(plain, security::kClientComponent)).code() == absl::StatusCode::kUnavailable);
+  // Counted once the filer's loop has closed them (the client may learn of it from the alert first).
+  CHECK(WaitFor([&] { return Metric("kelp_filer_rpc_tls_refused_total") >= refused + 2; }, std::chrono::seconds(10)));
+  CHECK(StatFs(RpcOptions(C().cfg(), security::kClientComponent)).ok());  // and it still serves
+}
+
 TEST_CASE("kelp benchmark and kelp security.token work with -security") {
   TempDir tmp("kelp-security-bench");
   auto b = Process::Start({KelpBinary(), "benchmark", StrCat("-filer=", C().filer()), "-n=300", "-c=4", "-size=512",
@@ -312,4 +364,34 @@ TEST_CASE("a mount with -security writes and reads through tokens and mutual TLS
   auto g = C().Do("GET", C().filer(), "/through-mount.bin", C().FilerReadToken());
   CHECK(g.status == 200);
   CHECK((g.body == data));
+}
+
+TEST_CASE("a mount whose certificate another CA signed is refused by the filer") {
+  if (access("/dev/fuse", R_OK | W_OK) != 0 || geteuid() != 0) {
+    WARN("skipped: needs root and /dev/fuse");
+    return;
+  }
+  TempDir tmp("kelp-security-rogue-mount");
+  // The cluster's security.toml with [grpc.client] swapped for the rogue certificate.
+  std::string toml = ReadFile(C().toml());
+  auto swap = [&](const std::string& from, const std::string& to) {
+    size_t at = toml.find(from);
+    REQUIRE(at != std::string::npos);
+    toml.replace(at, from.size(), to);
+  };
+  swap(C().pki().Cert("client"), C().pki().Cert("rogue"));
+  swap(C().pki().Key("client"), C().pki().Key("rogue"));
+  std::ofstream(tmp.Sub("rogue.toml")) << toml;
+  std::string dir = tmp.Sub("mnt");
+  std::filesystem::create_directories(dir);
+  auto m = Process::Start({KelpBinary(), "mount", StrCat("-dir=", dir), StrCat("-filer=", C().filer()),
+                           "-cacheCapacityMB=0", StrCat("-security=", tmp.Sub("rogue.toml"))},
+                          tmp.Sub("mount.log"));
+  REQUIRE(m.ok());
+  int rc = (*m)->Wait(std::chrono::seconds(60));
+  if (Mounted(dir)) (void)!system(("fusermount3 -uz " + dir).c_str());
+  INFO((*m)->Log());
+  CHECK(rc != 0);  // gives up with an error, never mounted
+  CHECK(rc != INT_MIN);
+  CHECK(!(*m)->Log().empty());
 }

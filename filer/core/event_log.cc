@@ -52,8 +52,8 @@ absl::StatusOr<uint64_t> EventLog::Reserve(size_t n) {
   return seq_.Next(n);
 }
 
-absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events) {
-  if (events.empty()) return kv_->Write(b, false);
+absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events, bool sync) {
+  if (events.empty()) return kv_->Write(b, sync);
   auto first = Reserve(events.size());
   if (!first.ok()) return first.status();
   int64_t now = clock_->WallNs();
@@ -63,7 +63,7 @@ absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events) {
     if (e.time_ns() == 0) e.set_time_ns(now);
     b.Put(keys::EventKey(*first + i), e.SerializeAsString());
   }
-  absl::Status s = kv_->Write(b, false);
+  absl::Status s = kv_->Write(b, sync);
   Complete(*first, events.size());
   return s;
 }

@@ -40,10 +40,10 @@ class EventLog {
 
   absl::Status Load();
 
-  // The one way events enter the log: writes batch b (unsynced) with events appended, each
-  // given the next seq and, where it has none, the time now. The seqs are published once
-  // the write has succeeded or failed.
-  absl::Status Write(WriteBatch& b, std::vector<Event>& events);
+  // The one way events enter the log: writes batch b with events appended, each given the
+  // next seq and, where it has none, the time now. The seqs are published once the write has
+  // succeeded or failed. sync: a synced write (the WAL reaches the disk before it returns).
+  absl::Status Write(WriteBatch& b, std::vector<Event>& events, bool sync = false);
 
   uint64_t published() const;
   // Seqs below the floor were trimmed.

@@ -50,6 +50,7 @@ absl::Status FilerService::Start() {
   RETURN_IF_ERROR(events_.Load());
   RETURN_IF_ERROR(gc_.Load());
   RETURN_IF_ERROR(LoadCounters());
+  RETURN_IF_ERROR(LoadJournalQueue());
   RETURN_IF_ERROR(EnsureRoot());
   start_mono_ns_ = clock_->MonoNs();
   {

@@ -22,9 +22,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -265,6 +267,20 @@ class FilerService {
   std::atomic<bool> started_{false};
   std::vector<int> metric_callbacks_;  // MetricsRegistry::Default() ids, removed at Stop()
   std::atomic<volume::BlobStore*> blobs_{nullptr};
+
+  // Inodes with journaled bytes, by the commit time (ms) of their oldest J record, so
+  // MoveJournal reads only what is due (scanning the whole J family every second would read
+  // every journaled byte again and again). An inode is in due_ (with its time in
+  // journal_oldest_) from its first journaled commit until MoveJournal finds it has no J
+  // record left; both change only with the inode's lock held (journal.cc). Filled from the
+  // store at Start().
+  void NoteJournaledLocked(uint64_t ino, int64_t commit_ms);
+  // With ino's lock held: queues ino by its oldest J record, or forgets it when it has none.
+  absl::Status RequeueJournalLocked(uint64_t ino);
+  absl::Status LoadJournalQueue();
+  Mutex journal_mu_;  // a leaf
+  std::set<std::pair<int64_t, uint64_t>> journal_due_ ABSL_GUARDED_BY(journal_mu_);
+  std::unordered_map<uint64_t, int64_t> journal_oldest_ ABSL_GUARDED_BY(journal_mu_);
 };
 
 }  // namespace kelp::filer

@@ -191,7 +191,7 @@ TEST_CASE("old journaled bytes move to one durable blob per inode, with their se
   CHECK(*h.fs->MoveJournal(committed_ms - 1, 1 << 20) == 0);
   // A volume server down: nothing lost, tried again later.
   blobs.fail = true;
-  CHECK(*h.fs->MoveJournal(committed_ms, 1 << 20) == 0);
+  CHECK(Err(h.fs->MoveJournal(committed_ms, 1 << 20)) == EIO);
   CHECK(JournalKeys(h, f) == 2);
   blobs.fail = false;
 
@@ -212,6 +212,45 @@ TEST_CASE("old journaled bytes move to one durable blob per inode, with their se
   CHECK(Content(h, f, &blobs) == want_f);
   CHECK(Content(h, g, &blobs) == want_g);
   CHECK(want_f == "aaBB");
+  h.RequireConsistent();
+}
+
+TEST_CASE("journaled bytes left at a restart still move") {
+  Harness h("rocksdb");
+  MemBlobs blobs;
+  uint64_t f = h.Mkfile(1, "f");
+  uint64_t g = h.Mkfile(1, "g");
+  REQUIRE(Commit(h, f, {Journaled(0, "before")}).ok());
+  REQUIRE(Commit(h, g, {Journaled(0, "the restart")}).ok());
+  int64_t committed_ms = h.clock.WallNs() / 1'000'000;
+  h.Restart();
+  h.fs->SetBlobStore(&blobs);
+  CHECK(*h.fs->MoveJournal(committed_ms, 1 << 20) == 17);
+  CHECK(JournalKeys(h, f) + JournalKeys(h, g) == 0);
+  CHECK(Content(h, g, &blobs) == "the restart");
+  h.RequireConsistent();
+}
+
+TEST_CASE("a round moves about max_bytes, oldest first, and the rest later") {
+  Harness h(KELP_BACKENDS);
+  MemBlobs blobs;
+  h.fs->SetBlobStore(&blobs);
+  uint64_t f = h.Mkfile(1, "f");
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(Commit(h, f, {Journaled(i * 100, std::string(100, 'a' + i))}).ok());
+    h.clock.Advance(1ms);
+  }
+  int64_t now_ms = h.clock.WallNs() / 1'000'000;
+  CHECK(*h.fs->MoveJournal(now_ms - 6, 350) == 400);  // the 4 oldest of the 5 due
+  CHECK(JournalKeys(h, f) == 6);
+  CHECK(*h.fs->MoveJournal(now_ms - 6, 1 << 20) == 100);  // the fifth; the rest is younger
+  CHECK(JournalKeys(h, f) == 5);
+  CHECK(*h.fs->MoveJournal(now_ms, 1 << 20) == 500);
+  CHECK(JournalKeys(h, f) == 0);
+  std::string want;
+  for (int i = 0; i < 10; ++i) want += std::string(100, 'a' + i);
+  CHECK(Content(h, f, &blobs) == want);
+  CHECK(blobs.puts() == 4);  // 300 + 100 bytes in the first call (two rounds), then one each
   h.RequireConsistent();
 }
 

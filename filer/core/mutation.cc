@@ -10,7 +10,7 @@ void Mutation::Collect(std::vector<std::string> fids, uint64_t ino) {
   if (!fids.empty()) garbage_.emplace_back(std::move(fids), ino);
 }
 
-absl::Status Mutation::Commit() {
+absl::Status Mutation::Commit(bool sync) {
   for (const auto& [fids, ino] : garbage_) {
     if (auto s = fs_->gc_.Enqueue(&batch_, fids, ino); !s.ok()) return s;
   }
@@ -21,7 +21,7 @@ absl::Status Mutation::Commit() {
     batch_.Put(keys::CounterKey(static_cast<uint32_t>(stripe)),
                EncodeCounter(fs_->counters_[stripe].load()));
   }
-  absl::Status s = fs_->events_.Write(batch_, events_);
+  absl::Status s = fs_->events_.Write(batch_, events_, sync);
   if (!s.ok()) {
     if (inode_delta_ != 0) fs_->counters_[stripe] -= inode_delta_;
     return s;

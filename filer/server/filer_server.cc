@@ -65,7 +65,9 @@ absl::Status FilerServer::Start() {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(opts_.dir) / "meta", ec);
   if (ec) return absl::FailedPreconditionError(StrCat("cannot create ", opts_.dir, ": ", ec.message()));
-  ASSIGN_OR_RETURN(kv_, OpenRocksKvStore((std::filesystem::path(opts_.dir) / "meta").string()));
+  RocksKvOptions kv_opts;
+  kv_opts.testing_power_cut = opts_.testing_power_cut;
+  ASSIGN_OR_RETURN(kv_, OpenRocksKvStore((std::filesystem::path(opts_.dir) / "meta").string(), kv_opts));
 
   admin_ = NewGrpcVolumeAdmin();
   Topology::Options topts;
@@ -99,6 +101,7 @@ absl::Status FilerServer::Start() {
   ropts.worker_threads = std::max(1, opts_.rpc_workers);
   ropts.name = "filer-rpc";
   ropts.metric_prefix = "kelp_filer_rpc";
+  ASSIGN_OR_RETURN(ropts.tls, security::ServerSslCtx(security::kFilerComponent));  // null: plaintext
   rpc_ = std::make_unique<rpc::Server>(ropts, rpc_service_->service());
   RETURN_IF_ERROR(rpc_->Start());
 
