@@ -23,12 +23,21 @@ std::string UpgradeAuthorization() {
   return "Authorization: Bearer " + security::SignFilerToken(sec->filer_write, 60) + "\r\n";
 }
 
+// With [grpc] certificates the connection is mutual TLS, as gRPC is (docs/security.md).
+rpc::Channel::Options ChannelOptions(const FilerClientOptions& o) {
+  rpc::Channel::Options c;
+  c.connect_timeout_ms = static_cast<int>(o.connect_timeout.count());
+  c.max_payload = o.max_receive_bytes;
+  c.upgrade_headers = UpgradeAuthorization;
+  c.tls = security::ClientSslCtx();
+  return c;
+}
+
 }  // namespace
 
 FilerClient::FilerClient(std::string filer, FilerClientOptions options)
     : opts_(std::move(options)),
-      channel_(std::move(filer), rpc::Channel::Options{static_cast<int>(opts_.connect_timeout.count()),
-                                                       opts_.max_receive_bytes, UpgradeAuthorization}) {
+      channel_(std::move(filer), ChannelOptions(opts_)) {
   auto& reg = MetricsRegistry::Default();
   calls_ = std::make_unique<std::atomic<uint64_t>[]>(kMethods);
   call_metrics_.resize(kMethods, nullptr);

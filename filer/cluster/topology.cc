@@ -47,13 +47,13 @@ absl::Status Topology::Start() {
   RETURN_IF_ERROR(volume_ids_.Load(1));
   RETURN_IF_ERROR(needle_keys_.Load(1));
   liveness_ = std::thread([this] {
-    std::unique_lock lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     while (!stopping_) {
-      stop_cv_.wait_for(lock, std::chrono::milliseconds(opts_.pulse_ms));
+      stop_cv_.WaitFor(lock, std::chrono::milliseconds(opts_.pulse_ms));
       if (stopping_) break;
-      lock.unlock();
+      lock.Unlock();
       CheckLiveness();
-      lock.lock();
+      lock.Lock();
     }
   });
   return absl::OkStatus();
@@ -61,13 +61,13 @@ absl::Status Topology::Start() {
 
 void Topology::Stop() {
   {
-    std::lock_guard lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
   if (liveness_.joinable()) liveness_.join();
-  std::lock_guard lock(mu_);
-  grown_.notify_all();
+  MutexLock lock(mu_);
+  grown_.NotifyAll();
 }
 
 std::string Topology::LayoutKey(const std::string& collection, const std::string& replication) {
@@ -79,7 +79,7 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
   uint32_t max_vid = 0;
   uint64_t max_key = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Server& s = servers_[url];
     if (!s.alive) {
       spdlog::info("volume server {} is {} ({} volumes)", url, s.last_seen.time_since_epoch().count() ? "back" : "up",
@@ -132,7 +132,7 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
 
 void Topology::CheckLiveness() {
   auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [url, s] : servers_) {
     if (s.alive && now - s.last_seen > std::chrono::milliseconds(opts_.dead_after_ms)) {
       s.alive = false;
@@ -165,7 +165,7 @@ std::vector<uint32_t> Topology::WritableVolumesLocked(const std::string& collect
 bool Topology::HasWritable(const std::string& collection, const std::string& replication) const {
   auto rep = Replication::Parse(replication.empty() ? opts_.default_replication : replication);
   if (!rep.ok()) return true;  // Assign answers the error at once
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return !WritableVolumesLocked(collection, rep->ToString()).empty();
 }
 
@@ -193,7 +193,7 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
   for (int attempt = 0; vid == 0; ++attempt) {
     bool grow = false;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       for (;;) {
         auto writable = WritableVolumesLocked(collection, replication);
         if (!writable.empty()) {
@@ -216,23 +216,23 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
           grow = true;
           break;
         }
-        grown_.wait_for(lock, std::chrono::seconds(30));
+        grown_.WaitFor(lock, std::chrono::seconds(30));
       }
     }
     if (grow) {
       absl::Status s = Grow(collection, rep);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         layouts_[layout].growing = false;
       }
-      grown_.notify_all();
+      grown_.NotifyAll();
       if (!s.ok()) return s;
     }
   }
   ASSIGN_OR_RETURN(uint64_t key, needle_keys_.Next(count));
   uint32_t cookie;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cookie = static_cast<uint32_t>(rng_());
   }
   FileId fid{vid, key, cookie};
@@ -252,7 +252,7 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
     std::vector<std::string> placement;
     std::map<std::string, std::string> grpc_addr;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       std::vector<Candidate> cands;
       for (const auto& [url, s] : servers_) {
         if (!s.alive) continue;
@@ -281,7 +281,7 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
       last_error = s;
       break;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Volume& v = volumes_[vid];
     v.allocated_at = std::chrono::steady_clock::now();
     v.collection = collection;
@@ -306,7 +306,7 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
 
 absl::StatusOr<cluster::LookupVolumeResponse> Topology::LookupVolume(const cluster::LookupVolumeRequest& req) {
   cluster::LookupVolumeResponse resp;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (uint32_t vid : req.volume_ids()) {
     auto* out = resp.add_volumes();
     out->set_volume_id(vid);
@@ -326,7 +326,7 @@ absl::StatusOr<cluster::LookupVolumeResponse> Topology::LookupVolume(const clust
 
 ClusterApi::Capacity Topology::GetCapacity() {
   Capacity c;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> seen_disks;
   for (const auto& [url, s] : servers_) {
     if (!s.alive) continue;
@@ -351,7 +351,7 @@ std::vector<absl::Status> Topology::DeleteBlobs(const std::vector<std::string>& 
     std::vector<std::pair<std::string, std::string>> replicas;  // url, grpc address
     absl::Status unavailable;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = volumes_.find(vid);
       if (it == volumes_.end()) {
         unavailable = absl::UnavailableError(StrCat("volume ", vid, " is not known (yet)"));
@@ -395,7 +395,7 @@ std::vector<absl::Status> Topology::DeleteBlobs(const std::vector<std::string>& 
 
 nlohmann::json Topology::StatusJson() const {
   using nlohmann::json;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   json servers = json::array();
   for (const auto& [url, s] : servers_) {
     servers.push_back({{"url", url},

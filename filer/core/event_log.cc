@@ -18,6 +18,16 @@ constexpr size_t kReadScan = 1'024;
 
 }  // namespace
 
+Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name) {
+  Event e;
+  e.set_kind(kind);
+  e.set_ino(rec.ino);
+  e.set_parent(parent);
+  e.set_name(std::string(name));
+  *e.mutable_attr() = rec.ToAttr();
+  return e;
+}
+
 EventLog::EventLog(KvStore* kv, Clock* clock, const FilerOptions& opts)
     : kv_(kv), clock_(clock), opts_(opts), seq_(kv, keys::kEventSeq, kEventSeqStep) {}
 
@@ -31,63 +41,80 @@ absl::Status EventLog::Load() {
   } else if (!absl::IsNotFound(v.status())) {
     return v.status();
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   published_ = seq_.Peek() - 1;
   floor_ = std::max<uint64_t>(floor, 1);
   return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> EventLog::Reserve(size_t n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return seq_.Next(n);
+}
+
+absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events, bool sync) {
+  if (events.empty()) return kv_->Write(b, sync);
+  auto first = Reserve(events.size());
+  if (!first.ok()) return first.status();
+  int64_t now = clock_->WallNs();
+  for (size_t i = 0; i < events.size(); ++i) {
+    Event& e = events[i];
+    e.set_seq(*first + i);
+    if (e.time_ns() == 0) e.set_time_ns(now);
+    b.Put(keys::EventKey(*first + i), e.SerializeAsString());
+  }
+  absl::Status s = kv_->Write(b, sync);
+  Complete(*first, events.size());
+  return s;
 }
 
 void EventLog::Complete(uint64_t first, size_t n) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (size_t i = 0; i < n; ++i) done_.insert(first + i);
     while (!done_.empty() && *done_.begin() == published_ + 1) {
       done_.erase(done_.begin());
       ++published_;
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 uint64_t EventLog::published() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return published_;
 }
 
 uint64_t EventLog::floor() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return floor_;
 }
 
 bool EventLog::WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  cv_.wait_until(lock, deadline, [&] { return stopped_ || published_ > after; });
+  MutexLock lock(mu_);
+  while (!stopped_ && published_ <= after && cv_.WaitUntil(lock, deadline)) {
+  }
   return published_ > after;
 }
 
 void EventLog::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopped_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool EventLog::stopped() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stopped_;
 }
 
 absl::Status EventLog::Trim() {
-  std::lock_guard trim(trim_mu_);
+  MutexLock trim(trim_mu_);
   uint64_t floor, limit;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     floor = floor_;
     limit = published_ + 1;  // never trim what is not published
   }
@@ -123,7 +150,7 @@ absl::Status EventLog::Trim() {
   // Raise the floor first: a reader that sees the new floor rechecks and resets rather than
   // trusting a scan that raced with the delete.
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     floor_ = new_floor;
   }
   return kv_->Write(b, false);

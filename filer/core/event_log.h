@@ -12,10 +12,8 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <vector>
 
@@ -23,11 +21,18 @@
 #include "absl/status/statusor.h"
 #include "filer/core/clock.h"
 #include "filer/core/options.h"
-#include "filer/store/sequence.h"
 #include "filer/store/kv_store.h"
+#include "filer/store/records.h"
+#include "filer/store/sequence.h"
 #include "proto/filer.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
+
+// An event about rec (its attributes as they are now): kind, the entry parent/name it
+// concerns ("" and 0 for attribute and data events). Seq and time are set when it is
+// written (EventLog::Write).
+Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
 
 class EventLog {
  public:
@@ -35,10 +40,10 @@ class EventLog {
 
   absl::Status Load();
 
-  // Reserves n consecutive seqs and returns the first. Each reserved seq must be passed to
-  // Complete() once its batch was written or failed.
-  absl::StatusOr<uint64_t> Reserve(size_t n);
-  void Complete(uint64_t first, size_t n);
+  // The one way events enter the log: writes batch b with events appended, each given the
+  // next seq and, where it has none, the time now. The seqs are published once the write has
+  // succeeded or failed. sync: a synced write (the WAL reaches the disk before it returns).
+  absl::Status Write(WriteBatch& b, std::vector<Event>& events, bool sync = false);
 
   uint64_t published() const;
   // Seqs below the floor were trimmed.
@@ -55,17 +60,23 @@ class EventLog {
   bool stopped() const;
 
  private:
+  // Reserves n consecutive seqs and returns the first. Each reserved seq must be passed to
+  // Complete() once its batch was written or failed.
+  absl::StatusOr<uint64_t> Reserve(size_t n);
+  void Complete(uint64_t first, size_t n);
+
   KvStore* const kv_;
   Clock* const clock_;
   const FilerOptions opts_;
   SequenceAllocator seq_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // Lock order: trim_mu_, then mu_; mu_ is a leaf (seq_'s mutex is never taken under it).
+  mutable Mutex mu_;
+  CondVar cv_;
   uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<uint64_t> done_ ABSL_GUARDED_BY(mu_);  // completed seqs above published_
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  std::mutex trim_mu_;  // one Trim at a time
+  Mutex trim_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one Trim at a time
 };
 
 // One subscriber's cursor over the log. Not thread-safe: one thread reads it.

@@ -1,7 +1,7 @@
 #include "filer/core/mutation.h"
 
 #include "filer/core/filer_service.h"
-#include "filer/store/coding.h"
+#include "filer/store/records.h"
 #include "filer/store/keys.h"
 
 namespace kelp::filer {
@@ -10,7 +10,7 @@ void Mutation::Collect(std::vector<std::string> fids, uint64_t ino) {
   if (!fids.empty()) garbage_.emplace_back(std::move(fids), ino);
 }
 
-absl::Status Mutation::Commit() {
+absl::Status Mutation::Commit(bool sync) {
   for (const auto& [fids, ino] : garbage_) {
     if (auto s = fs_->gc_.Enqueue(&batch_, fids, ino); !s.ok()) return s;
   }
@@ -18,28 +18,10 @@ absl::Status Mutation::Commit() {
   if (inode_delta_ != 0) {
     stripe = guard_.held().at(0);
     fs_->counters_[stripe] += inode_delta_;
-    std::string v;
-    PutVarsint64(&v, fs_->counters_[stripe].load());
-    batch_.Put(keys::CounterKey(static_cast<uint32_t>(stripe)), v);
+    batch_.Put(keys::CounterKey(static_cast<uint32_t>(stripe)),
+               EncodeCounter(fs_->counters_[stripe].load()));
   }
-  uint64_t first = 0;
-  if (!events_.empty()) {
-    auto r = fs_->events_.Reserve(events_.size());
-    if (!r.ok()) {
-      if (inode_delta_ != 0) fs_->counters_[stripe] -= inode_delta_;
-      return r.status();
-    }
-    first = *r;
-    int64_t now = fs_->NowNs();
-    for (size_t i = 0; i < events_.size(); ++i) {
-      Event& e = events_[i];
-      e.set_seq(first + i);
-      if (e.time_ns() == 0) e.set_time_ns(now);
-      batch_.Put(keys::EventKey(first + i), e.SerializeAsString());
-    }
-  }
-  absl::Status s = fs_->kv_->Write(batch_, false);
-  if (!events_.empty()) fs_->events_.Complete(first, events_.size());
+  absl::Status s = fs_->events_.Write(batch_, events_, sync);
   if (!s.ok()) {
     if (inode_delta_ != 0) fs_->counters_[stripe] -= inode_delta_;
     return s;

@@ -30,8 +30,9 @@ class Mutation {
   // Inodes created (+) or purged (-).
   void AdjustInodes(int64_t delta) { inode_delta_ += delta; }
 
-  // Writes everything (unsynced: callers sync after dropping their locks when asked to).
-  absl::Status Commit();
+  // Writes everything. sync: the WAL is synced up to this write before it returns (a synced
+  // write rather than a write and a Sync(): concurrent synced writes share one WAL fsync).
+  absl::Status Commit(bool sync = false);
 
  private:
   FilerService* const fs_;

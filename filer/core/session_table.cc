@@ -17,7 +17,7 @@ std::string SessionTable::Create(std::string_view client) {
   // Unguessable and unique across restarts, so a session id from before a restart never
   // matches a new session by accident.
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string id = fmt::format("{:016x}{:016x}-{}", rng(), rng(), ++created_);
   Session& s = sessions_[id];
   s.client = std::string(client);
@@ -26,12 +26,12 @@ std::string SessionTable::Create(std::string_view client) {
 }
 
 bool SessionTable::Exists(std::string_view id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return sessions_.count(std::string(id)) > 0;
 }
 
 absl::Status SessionTable::Touch(std::string_view id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(std::string(id));
   if (it == sessions_.end()) return absl::NotFoundError(StrCat("unknown session ", id));
   it->second.deadline_ns = clock_->MonoNs() + timeout_ns_;
@@ -39,7 +39,7 @@ absl::Status SessionTable::Touch(std::string_view id) {
 }
 
 std::vector<uint64_t> SessionTable::Reattach(std::string_view id, std::string_view client) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<uint64_t> freed;
   Session& s = sessions_[std::string(id)];
   if (s.client.empty()) s.client = std::string(client);
@@ -49,7 +49,7 @@ std::vector<uint64_t> SessionTable::Reattach(std::string_view id, std::string_vi
 }
 
 absl::Status SessionTable::Open(std::string_view id, uint64_t ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(std::string(id));
   if (it == sessions_.end()) return absl::NotFoundError(StrCat("unknown session ", id));
   ++it->second.open[ino];
@@ -58,7 +58,7 @@ absl::Status SessionTable::Open(std::string_view id, uint64_t ino) {
 }
 
 bool SessionTable::Release(std::string_view id, uint64_t ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(std::string(id));
   if (it == sessions_.end()) return false;
   auto o = it->second.open.find(ino);
@@ -73,7 +73,7 @@ bool SessionTable::Release(std::string_view id, uint64_t ino) {
 }
 
 bool SessionTable::IsOpen(uint64_t ino) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return open_count_.count(ino) > 0;
 }
 
@@ -90,7 +90,7 @@ void SessionTable::DropOpensLocked(Session& s, std::vector<uint64_t>* freed) {
 }
 
 std::vector<uint64_t> SessionTable::Expire() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<uint64_t> freed;
   int64_t now = clock_->MonoNs();
   for (auto it = sessions_.begin(); it != sessions_.end();) {
@@ -105,7 +105,7 @@ std::vector<uint64_t> SessionTable::Expire() {
 }
 
 size_t SessionTable::sessions() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return sessions_.size();
 }
 

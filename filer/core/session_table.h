@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -21,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "filer/core/clock.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -61,7 +61,7 @@ class SessionTable {
 
   Clock* const clock_;
   const int64_t timeout_ns_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::unordered_map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<uint64_t, uint32_t> open_count_ ABSL_GUARDED_BY(mu_);
   uint64_t created_ ABSL_GUARDED_BY(mu_) = 0;

@@ -101,6 +101,7 @@ absl::Status FilerServer::Start() {
   ropts.worker_threads = std::max(1, opts_.rpc_workers);
   ropts.name = "filer-rpc";
   ropts.metric_prefix = "kelp_filer_rpc";
+  ASSIGN_OR_RETURN(ropts.tls, security::ServerSslCtx(security::kFilerComponent));  // null: plaintext
   rpc_ = std::make_unique<rpc::Server>(ropts, rpc_service_->service());
   RETURN_IF_ERROR(rpc_->Start());
 

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "shared/metrics.h"
+#include "shared/testing/temp_dir.h"
 
 using namespace kelp::filer;
 
@@ -49,10 +50,9 @@ TEST_CASE("memory kv store") {
 }
 
 TEST_CASE("rocksdb: a sync with nothing written since the last one does not touch the WAL") {
-  auto dir = std::filesystem::temp_directory_path() / ("kelp-kv-sync-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
+  kelp::testing::TempDir tmp("kelp-kv-sync");
   {
-    auto kv = OpenRocksKvStore(dir.string());
+    auto kv = OpenRocksKvStore(tmp.path());
     REQUIRE(kv.ok());
     kelp::Counter* syncs = kelp::MetricsRegistry::Default().GetCounter("kelp_filer_wal_syncs_total", "");
     uint64_t n0 = syncs->value();
@@ -71,24 +71,21 @@ TEST_CASE("rocksdb: a sync with nothing written since the last one does not touc
     REQUIRE((*kv)->Sync().ok());
     CHECK(syncs->value() == n0 + 3);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("rocksdb kv store, and it survives reopen") {
-  auto dir = std::filesystem::temp_directory_path() / ("kelp-kv-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
+  kelp::testing::TempDir tmp("kelp-kv");
   {
-    auto kv = OpenRocksKvStore(dir.string());
+    auto kv = OpenRocksKvStore(tmp.path());
     REQUIRE(kv.ok());
     Exercise(**kv);
     REQUIRE((*kv)->Put("persist", "me", true).ok());
   }
   {
-    auto kv = OpenRocksKvStore(dir.string());
+    auto kv = OpenRocksKvStore(tmp.path());
     REQUIRE(kv.ok());
     CHECK(*(*kv)->Get("persist") == "me");
   }
-  std::filesystem::remove_all(dir);
 }
 
 namespace {

@@ -1,10 +1,10 @@
 // In-memory KvStore for unit tests: a std::map under a mutex; Scan copies its range, which
 // gives the snapshot semantics of the interface.
 #include <map>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "filer/store/kv_store.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 namespace {
@@ -26,14 +26,14 @@ class MemoryIterator : public KvIterator {
 class MemoryKvStore : public KvStore {
  public:
   absl::StatusOr<std::string> Get(std::string_view key) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = map_.find(key);
     if (it == map_.end()) return absl::NotFoundError("key not found");
     return it->second;
   }
 
   absl::Status Write(const WriteBatch& batch, bool) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& op : batch.ops()) {
       switch (op.kind) {
         case WriteBatch::Op::kPut: map_[op.key] = op.value; break;
@@ -49,7 +49,7 @@ class MemoryKvStore : public KvStore {
   using KvStore::Scan;
   std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
                                    size_t limit_hint) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::vector<std::pair<std::string, std::string>> items;
     auto last = end.empty() ? map_.end() : map_.lower_bound(end);
     for (auto it = map_.lower_bound(begin); it != last; ++it) {
@@ -62,14 +62,14 @@ class MemoryKvStore : public KvStore {
   absl::Status Sync() override { return absl::OkStatus(); }
 
   uint64_t ApproximateSize() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     uint64_t n = 0;
     for (const auto& [k, v] : map_) n += k.size() + v.size();
     return n;
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::map<std::string, std::string, std::less<>> map_ ABSL_GUARDED_BY(mu_);
 };
 

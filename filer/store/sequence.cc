@@ -12,7 +12,7 @@ SequenceAllocator::SequenceAllocator(KvStore* kv, std::string_view name, uint64_
     : kv_(kv), key_(keys::SequenceKey(name)), step_(std::max<uint64_t>(step, 1)) {}
 
 absl::Status SequenceAllocator::Load(uint64_t min_first) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t mark = 0;
   auto v = kv_->Get(key_);
   if (v.ok()) {
@@ -39,7 +39,7 @@ absl::Status SequenceAllocator::PersistLimitLocked(uint64_t new_limit) {
 }
 
 absl::StatusOr<uint64_t> SequenceAllocator::Next(uint64_t n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (next_ + n > limit_) {
     if (auto s = PersistLimitLocked(next_ + n + step_); !s.ok()) return s;
   }
@@ -49,7 +49,7 @@ absl::StatusOr<uint64_t> SequenceAllocator::Next(uint64_t n) {
 }
 
 absl::Status SequenceAllocator::RaiseAbove(uint64_t v) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (v < next_) return absl::OkStatus();
   next_ = v + 1;
   if (next_ > limit_) return PersistLimitLocked(next_ + step_);
@@ -57,7 +57,7 @@ absl::Status SequenceAllocator::RaiseAbove(uint64_t v) {
 }
 
 uint64_t SequenceAllocator::Peek() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return next_;
 }
 

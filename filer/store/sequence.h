@@ -7,13 +7,13 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "filer/store/kv_store.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -38,7 +38,7 @@ class SequenceAllocator {
   KvStore* const kv_;
   const std::string key_;
   const uint64_t step_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t limit_ ABSL_GUARDED_BY(mu_) = 1;  // persisted mark: numbers < limit_ may be in use
 };

@@ -32,6 +32,17 @@ LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 free_port() { python3 "$LIB_DIR/free_port.py"; }  # p with p and p+10000 free
 
 wait_http() { for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$1/status" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
+# wait_live_volume FILER_PORT VOLUME_PORT: until the filer's topology has the volume server alive
+# (its first heartbeat arrived). /status is pretty-printed JSON with keys sorted: "alive" comes
+# before "url" in a server's object.
+wait_live_volume() {
+  for _ in $(seq 200); do
+    curl -fsS "http://127.0.0.1:$1/status" 2>/dev/null | tr -d ' \n' |
+      grep -qE "\"alive\":true,[^}]*\"url\":\"[^\"]*:$2\"" && return 0
+    sleep 0.05
+  done
+  return 1
+}
 wait_mount() { for _ in $(seq 100); do grep -q " $1 " /proc/self/mountinfo && return 0; sleep 0.1; done; return 1; }
 
 # FILER_FLAGS and VOLUME_FLAGS, if set, are added to every start of those servers.
@@ -52,7 +63,7 @@ start_volume() {
   "$KELP" volume -dir="$T/vol" -port="$VP" -filer="127.0.0.1:$FP" ${VOLUME_FLAGS:-} >>"$T/volume.log" 2>&1 &
   echo $! >"$S/volume.pid"; track_pid $!
   wait_http "$VP" || { log "volume server did not start"; tail "$T/volume.log"; exit 1; }
-  sleep 1.5  # first heartbeat
+  wait_live_volume "$FP" "$VP" || { log "the filer never saw the volume server"; tail "$T/volume.log"; exit 1; }
 }
 
 # mount DIR [flags...]: mounts; the pid goes to $S/mount-<basename of DIR>.pid

@@ -46,20 +46,20 @@ void Heartbeater::Start() {
 
 void Heartbeater::Stop() {
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
     if (active_ != nullptr) active_->TryCancel();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Heartbeater::Trigger() {
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     triggered_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 cluster::HeartbeatRequest Heartbeater::BuildRequest() const {
@@ -89,13 +89,13 @@ void Heartbeater::Run() {
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(std::max(pulse_ms * 3, 3000)));
     {
-      std::lock_guard l(mu_);
+      MutexLock l(mu_);
       if (stop_) return;
       active_ = &ctx;
     }
     grpc::Status s = stub_->Heartbeat(&ctx, req, &resp);
     {
-      std::lock_guard l(mu_);
+      MutexLock l(mu_);
       active_ = nullptr;
       if (stop_) return;
     }
@@ -116,8 +116,10 @@ void Heartbeater::Run() {
         outage_logged = true;
       }
     }
-    std::unique_lock l(mu_);
-    cv_.wait_for(l, std::chrono::milliseconds(pulse_ms), [&] { return stop_ || triggered_; });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(pulse_ms);
+    MutexLock l(mu_);
+    while (!stop_ && !triggered_ && cv_.WaitUntil(l, deadline)) {
+    }
     if (stop_) return;
     triggered_ = false;
   }

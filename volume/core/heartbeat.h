@@ -7,14 +7,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "proto/cluster.grpc.pb.h"
+#include "shared/mutex.h"
 #include "volume/store/store.h"
 
 namespace kelp::volume {
@@ -51,8 +50,8 @@ class Heartbeater {
   Store* const store_;
   std::unique_ptr<cluster::Cluster::Stub> stub_;
   std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool triggered_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* active_ ABSL_GUARDED_BY(mu_) =

@@ -16,7 +16,7 @@ FilerLocationProvider::FilerLocationProvider(std::string filer_grpc, std::chrono
 absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t vid) {
   auto now = std::chrono::steady_clock::now();
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     auto it = cache_.find(vid);
     if (it != cache_.end() && it->second.expires > now) return it->second.urls;
   }
@@ -37,13 +37,13 @@ absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t 
       return absl::UnavailableError(kelp::StrCat("volume ", vid, ": ", v.error()));
     for (const auto& loc : v.locations()) urls.push_back(loc.url());
   }
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   cache_[vid] = Entry{urls, now + ttl_};
   return urls;
 }
 
 void FilerLocationProvider::Invalidate(uint32_t vid) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   cache_.erase(vid);
 }
 

@@ -8,13 +8,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "proto/cluster.grpc.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::volume {
 
@@ -44,7 +44,7 @@ class FilerLocationProvider : public LocationProvider {
   const std::string filer_grpc_;
   const std::chrono::milliseconds ttl_;
   std::unique_ptr<cluster::Cluster::Stub> stub_;
-  std::mutex mu_;
+  Mutex mu_;
   std::map<uint32_t, Entry> cache_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <shared_mutex>
 
 #include "shared/status.h"
 
@@ -15,7 +14,7 @@ class PowerCutEnv::State {
       : base_(std::move(base)), size_(size), base_valid_(size) {}
 
   absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* buf) const {
-    std::shared_lock l(mu_);
+    ReaderLock l(mu_);
     if (offset >= size_) return 0;
     n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
     std::memset(buf, 0, n);
@@ -38,7 +37,7 @@ class PowerCutEnv::State {
   }
 
   void Write(uint64_t offset, std::string_view data) {
-    std::unique_lock l(mu_);
+    WriterLock l(mu_);
     const uint64_t end = offset + data.size();
     Cut(offset, end);
     // Appends (the volume's only kind of write) grow one range instead of adding many.
@@ -52,7 +51,7 @@ class PowerCutEnv::State {
   }
 
   void Truncate(uint64_t size) {
-    std::unique_lock l(mu_);
+    WriterLock l(mu_);
     Cut(size, UINT64_MAX);
     base_valid_ = std::min(base_valid_, size);
     size_ = size;
@@ -60,7 +59,7 @@ class PowerCutEnv::State {
 
   // Puts the file on disk as this process sees it, then fdatasyncs it.
   absl::Status Sync() {
-    std::unique_lock l(mu_);
+    WriterLock l(mu_);
     ASSIGN_OR_RETURN(uint64_t disk_size, base_->Size());
     if (disk_size > base_valid_) RETURN_IF_ERROR(base_->Truncate(base_valid_));
     for (const auto& [off, bytes] : overlay_) RETURN_IF_ERROR(WriteFully(*base_, off, bytes));
@@ -73,12 +72,12 @@ class PowerCutEnv::State {
   }
 
   uint64_t Size() const {
-    std::shared_lock l(mu_);
+    ReaderLock l(mu_);
     return size_;
   }
 
   uint64_t UnsyncedBytes() const {
-    std::shared_lock l(mu_);
+    ReaderLock l(mu_);
     uint64_t n = 0;
     for (const auto& [off, bytes] : overlay_) n += bytes.size();
     return n;
@@ -104,7 +103,7 @@ class PowerCutEnv::State {
     }
   }
 
-  mutable std::shared_mutex mu_;
+  mutable SharedMutex mu_;
   const std::shared_ptr<File> base_;
   uint64_t size_ ABSL_GUARDED_BY(mu_);
   // Bytes of the disk file at or past this offset were cut by a Truncate since the last sync.
@@ -136,7 +135,7 @@ class PowerCutEnv::PowerCutFile : public File {
 };
 
 absl::StatusOr<std::shared_ptr<File>> PowerCutEnv::Open(const std::string& path, bool create) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   auto it = files_.find(path);
   if (it == files_.end()) {
     ASSIGN_OR_RETURN(std::shared_ptr<File> base, base_->Open(path, create));
@@ -147,7 +146,7 @@ absl::StatusOr<std::shared_ptr<File>> PowerCutEnv::Open(const std::string& path,
 }
 
 absl::Status PowerCutEnv::Rename(const std::string& from, const std::string& to) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   RETURN_IF_ERROR(base_->Rename(from, to));
   files_.erase(to);
   if (auto node = files_.extract(from)) {
@@ -158,14 +157,14 @@ absl::Status PowerCutEnv::Rename(const std::string& from, const std::string& to)
 }
 
 absl::Status PowerCutEnv::Remove(const std::string& path) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   RETURN_IF_ERROR(base_->Remove(path));
   files_.erase(path);
   return absl::OkStatus();
 }
 
 uint64_t PowerCutEnv::unsynced_bytes() {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   uint64_t n = 0;
   for (const auto& [path, state] : files_) n += state->UnsyncedBytes();
   return n;

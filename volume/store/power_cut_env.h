@@ -20,6 +20,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
 #include "volume/store/env.h"
 
 namespace kelp::volume {
@@ -39,7 +40,7 @@ class PowerCutEnv : public EnvWrapper {
   class State;
   class PowerCutFile;
 
-  std::mutex mu_;  // taken before any State's own lock
+  Mutex mu_;  // taken before any State's own lock
   std::map<std::string, std::shared_ptr<State>> files_ ABSL_GUARDED_BY(mu_);
 };
 
