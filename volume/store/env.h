@@ -52,6 +52,32 @@ class Env {
   static Env* Default();
 };
 
+// Passes every call to a base Env: the test Envs (fault_env.h, power_cut_env.h) override
+// only what they change. Not owning; base must outlive it.
+class EnvWrapper : public Env {
+ public:
+  explicit EnvWrapper(Env* base) : base_(base) {}
+  absl::StatusOr<std::shared_ptr<File>> Open(const std::string& path, bool create) override {
+    return base_->Open(path, create);
+  }
+  bool Exists(const std::string& path) override { return base_->Exists(path); }
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    return base_->Rename(from, to);
+  }
+  absl::Status Remove(const std::string& path) override { return base_->Remove(path); }
+  absl::Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
+    return base_->ListDir(dir);
+  }
+  absl::Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
+  absl::StatusOr<DiskUsage> GetDiskUsage(const std::string& dir) override {
+    return base_->GetDiskUsage(dir);
+  }
+
+ protected:
+  Env* const base_;
+};
+
 // Writes all of data at offset, looping over short writes. On failure some prefix may have
 // been written; the caller truncates it away.
 absl::Status WriteFully(File& file, uint64_t offset, std::string_view data);

@@ -14,9 +14,9 @@
 
 namespace kelp::volume {
 
-class FaultEnv : public Env {
+class FaultEnv : public EnvWrapper {
  public:
-  explicit FaultEnv(Env* base = Env::Default()) : base_(base) {}
+  explicit FaultEnv(Env* base = Env::Default()) : EnvWrapper(base) {}
 
   // Writes may add at most `bytes` more bytes across all files; the write that crosses the
   // budget is cut short (a short write) and later ones fail with ENOSPC. -1 = unlimited.
@@ -36,19 +36,6 @@ class FaultEnv : public Env {
   int64_t bytes_written() const { return bytes_written_.load(); }
 
   absl::StatusOr<std::shared_ptr<File>> Open(const std::string& path, bool create) override;
-  bool Exists(const std::string& path) override { return base_->Exists(path); }
-  absl::Status Rename(const std::string& from, const std::string& to) override {
-    return base_->Rename(from, to);
-  }
-  absl::Status Remove(const std::string& path) override { return base_->Remove(path); }
-  absl::Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
-    return base_->ListDir(dir);
-  }
-  absl::Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
-  absl::StatusOr<DiskUsage> GetDiskUsage(const std::string& dir) override {
-    return base_->GetDiskUsage(dir);
-  }
 
  private:
   friend class FaultFile;
@@ -56,7 +43,6 @@ class FaultEnv : public Env {
   size_t Admit(size_t n, bool* enospc);
   absl::Status BeforeSync();
 
-  Env* const base_;
   Mutex mu_;
   int64_t budget_ ABSL_GUARDED_BY(mu_) = -1;
   std::function<absl::Status()> sync_hook_ ABSL_GUARDED_BY(mu_);

@@ -25,22 +25,13 @@
 
 namespace kelp::volume {
 
-class PowerCutEnv : public Env {
+class PowerCutEnv : public EnvWrapper {
  public:
-  explicit PowerCutEnv(Env* base = Env::Default()) : base_(base) {}
+  explicit PowerCutEnv(Env* base = Env::Default()) : EnvWrapper(base) {}
 
   absl::StatusOr<std::shared_ptr<File>> Open(const std::string& path, bool create) override;
-  bool Exists(const std::string& path) override { return base_->Exists(path); }
   absl::Status Rename(const std::string& from, const std::string& to) override;
   absl::Status Remove(const std::string& path) override;
-  absl::Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
-    return base_->ListDir(dir);
-  }
-  absl::Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
-  absl::StatusOr<DiskUsage> GetDiskUsage(const std::string& dir) override {
-    return base_->GetDiskUsage(dir);
-  }
 
   // Bytes written and not yet synced, over every file (overlapping rewrites counted once).
   uint64_t unsynced_bytes();
@@ -49,7 +40,6 @@ class PowerCutEnv : public Env {
   class State;
   class PowerCutFile;
 
-  Env* const base_;
   Mutex mu_;  // taken before any State's own lock
   std::map<std::string, std::shared_ptr<State>> files_ ABSL_GUARDED_BY(mu_);
 };
