@@ -102,6 +102,10 @@ struct RocksKvOptions {
   // buffer (manual_wal_flush) instead of handing each to the OS, so a kill -9 loses what a
   // power cut would: every write not covered by a synced write or Sync(). Default: false.
   bool testing_power_cut = false;
+  // Writes that add data are refused with ENOSPC once the store's file system has less than
+  // this many bytes free (default 16 MiB), so RocksDB never meets a full disk (Debian's build aborts on a
+  // failed WAL write); deletes still go through, so space can be freed.
+  uint64_t min_free_bytes = 16ULL << 20;
 };
 
 // Opens (creating if needed) a RocksDB store in dir.

@@ -1,4 +1,8 @@
+#include <sys/statvfs.h>
+
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
@@ -9,6 +13,7 @@
 
 #include "filer/store/kv_store.h"
 #include "shared/metrics.h"
+#include "shared/status.h"
 #include "shared/strings.h"
 
 namespace kelp::filer {
@@ -56,9 +61,12 @@ class RocksIterator : public KvIterator {
 
 class RocksKvStore : public KvStore {
  public:
-  RocksKvStore(std::unique_ptr<rocksdb::DB> db, std::shared_ptr<rocksdb::Statistics> stats)
+  RocksKvStore(std::unique_ptr<rocksdb::DB> db, std::shared_ptr<rocksdb::Statistics> stats, std::string dir,
+               uint64_t min_free_bytes)
       : db_(std::move(db)),
         stats_(std::move(stats)),
+        dir_(std::move(dir)),
+        min_free_bytes_(min_free_bytes),
         wal_syncs_(MetricsRegistry::Default().GetCounter(
             "kelp_filer_wal_syncs_total", "WAL syncs (fsync, synced writes); a sync with nothing new is skipped")) {
     // Group commit: concurrent synced writes share one fsync of the WAL (RocksDB's write
@@ -84,6 +92,14 @@ class RocksKvStore : public KvStore {
   }
 
   absl::Status Write(const WriteBatch& batch, bool sync) override {
+    if (min_free_bytes_ > 0 && !DiskHasRoom()) {
+      bool adds = false;
+      for (const auto& op : batch.ops()) adds |= op.kind == WriteBatch::Op::kPut;
+      if (adds) {
+        return PosixError(ENOSPC, StrCat("the filer's store has less than ", min_free_bytes_ >> 20,
+                                         " MiB free on its disk"));
+      }
+    }
     rocksdb::WriteBatch wb;
     for (const auto& op : batch.ops()) {
       switch (op.kind) {
@@ -97,6 +113,11 @@ class RocksKvStore : public KvStore {
     // A synced write syncs the WAL up to itself, so everything published before it too.
     rocksdb::SequenceNumber before = sync ? db_->GetLatestSequenceNumber() : 0;
     rocksdb::Status s = db_->Write(wo, &wb);
+    if (!s.ok() && min_free_bytes_ > 0 && DiskHasRoom()) {
+      // A background flush that met a full disk stops every write until Resume(); once room
+      // is back, resume and try again.
+      if (db_->Resume().ok()) s = db_->Write(wo, &wb);
+    }
     if (sync) wal_syncs_->Inc();
     if (s.ok() && sync) MarkSynced(before);
     return FromRocks(s, "write");
@@ -129,6 +150,21 @@ class RocksKvStore : public KvStore {
   }
 
  private:
+  // Whether the store's file system has min_free_bytes_ free; statvfs at most every 50 ms.
+  bool DiskHasRoom() {
+    int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count();
+    if (now - free_checked_ms_.load() >= 50) {
+      free_checked_ms_ = now;
+      struct statvfs st;
+      if (statvfs(dir_.c_str(), &st) == 0) {
+        has_room_ = static_cast<uint64_t>(st.f_bavail) * st.f_frsize >= min_free_bytes_;
+      }
+    }
+    return has_room_.load();
+  }
+
   void MarkSynced(rocksdb::SequenceNumber seq) {
     rocksdb::SequenceNumber cur = synced_.load();
     while (cur < seq && !synced_.compare_exchange_weak(cur, seq)) {
@@ -137,6 +173,10 @@ class RocksKvStore : public KvStore {
 
   std::unique_ptr<rocksdb::DB> db_;
   std::shared_ptr<rocksdb::Statistics> stats_;
+  const std::string dir_;
+  const uint64_t min_free_bytes_;
+  std::atomic<int64_t> free_checked_ms_{-1000};
+  std::atomic<bool> has_room_{true};
   int wal_fsyncs_callback_ = -1;
   // Every write up to this sequence number is in the synced WAL.
   std::atomic<rocksdb::SequenceNumber> synced_{0};
@@ -171,7 +211,8 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);
   if (!s.ok()) return absl::UnavailableError(StrCat("open RocksDB at ", dir, ": ", s.ToString()));
-  return std::unique_ptr<KvStore>(new RocksKvStore(std::unique_ptr<rocksdb::DB>(raw), opts.statistics));
+  return std::unique_ptr<KvStore>(new RocksKvStore(std::unique_ptr<rocksdb::DB>(raw), opts.statistics, dir,
+                                                   options.min_free_bytes));
 }
 
 }  // namespace kelp::filer

@@ -1,5 +1,7 @@
 #include "mount/core/dirty_buffer.h"
 
+#include <vector>
+
 #include <algorithm>
 #include <cstring>
 #include <iterator>
@@ -12,6 +14,25 @@ void DirtyBuffer::Reserve(std::string& s, uint64_t extent_start, size_t n) const
   size_t to_slot_end = slot_end > extent_start ? slot_end - extent_start : 0;
   size_t want = std::max<size_t>(n, std::min<size_t>(2 * s.capacity(), std::max<size_t>(n, to_slot_end)));
   s.reserve(want);
+}
+
+uint64_t DirtyBuffer::WriteUnder(uint64_t offset, std::string_view data) {
+  const uint64_t end = offset + data.size();
+  // The gaps first: Write changes the extents.
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;
+  uint64_t pos = offset;
+  auto it = extents_.upper_bound(offset);
+  if (it != extents_.begin()) --it;
+  for (; it != extents_.end() && it->first < end && pos < end; ++it) {
+    uint64_t s = it->first, e = s + it->second.size();
+    if (e <= pos) continue;
+    if (s > pos) gaps.emplace_back(pos, s);
+    pos = std::max(pos, e);
+  }
+  if (pos < end) gaps.emplace_back(pos, end);
+  uint64_t grew = 0;
+  for (auto [s, e] : gaps) grew += Write(s, data.substr(s - offset, e - s));
+  return grew;
 }
 
 uint64_t DirtyBuffer::Write(uint64_t offset, std::string_view data) {

@@ -31,6 +31,10 @@ class DirtyBuffer {
   // count grew (less than data.size() when it overwrote dirty bytes).
   uint64_t Write(uint64_t offset, std::string_view data);
 
+  // Stores the parts of data at offset that no dirty byte covers (older bytes under newer
+  // ones: a failed upload's extents going back). Returns how much the held byte count grew.
+  uint64_t WriteUnder(uint64_t offset, std::string_view data);
+
   // Copies the dirty bytes of [offset, offset + len) into dst (dst[0] is file byte offset)
   // and calls covered(start, end) for each file range it copied, in order.
   void Overlay(uint64_t offset, uint64_t len, char* dst,

@@ -413,3 +413,46 @@ TEST_CASE("a journaled commit that fails keeps the bytes for the next flush") {
 
 }  // namespace
 }  // namespace kelp::mount
+
+namespace kelp::mount {
+namespace {
+
+// Two writers of one file: one's fsync takes both's dirty bytes into its upload; when that
+// upload fails, the other's fsync must not return success without its bytes stored.
+TEST_CASE("a failed upload's bytes stay dirty: no later fsync succeeds without them") {
+  Env env(4 << 20, 64 << 20, 0);
+  env.ctx.journal_max = 0;  // the upload path
+  auto f = env.Open();
+  REQUIRE(f->Write(0, std::string(300 << 10, 'a')).ok());        // writer A
+  REQUIRE(f->Write(1 << 20, std::string(300 << 10, 'b')).ok());  // writer B
+  env.blobs.fail_puts = EIO;
+  CHECK(ErrnoOf(f->Flush(true)) == EIO);  // A's fsync
+  CHECK(f->HasLocalChanges());
+  CHECK(ErrnoOf(f->Flush(true)) == EIO);  // B's fsync: its bytes were in that upload
+  // Newer writes win over the bytes that went back.
+  REQUIRE(f->Write(0, std::string(100, 'n')).ok());
+  std::string out(200, '\0');
+  REQUIRE(*f->Read(0, 200, out.data(), false) == 200);
+  CHECK(out == std::string(100, 'n') + std::string(100, 'a'));
+  env.blobs.fail_puts = 0;
+  REQUIRE(f->Flush(true).ok());
+  CHECK_FALSE(f->HasLocalChanges());
+  CHECK(env.budget.used() == 0);
+  std::string want = std::string(100, 'n') + std::string((300 << 10) - 100, 'a');
+  want.resize(1 << 20, '\0');
+  want += std::string(300 << 10, 'b');
+  REQUIRE(ReadAll(*env.Open(), want.size()) == want);
+}
+
+TEST_CASE("dirty buffer: WriteUnder fills only the gaps") {
+  DirtyBuffer d(1 << 20);
+  d.Write(10, "XX");
+  d.Write(20, "YY");
+  CHECK(d.WriteUnder(5, std::string(20, 'o')) == 16);
+  std::string out(25, '.');
+  d.Overlay(0, 25, out.data(), [](uint64_t, uint64_t) {});
+  CHECK(out == ".....ooooo" "XX" "oooooooo" "YY" "ooo");
+}
+
+}  // namespace
+}  // namespace kelp::mount

@@ -109,10 +109,21 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up, bool durable) {
       spdlog::error("inode {}: upload of {} bytes failed: {}", ino_, up->bytes, s);
       if (error_.ok()) error_ = s;
     }
+    // A failed upload's bytes go back under what was written since (up to the size: a
+    // truncate may have come in between), so no fsync that did not see this error can
+    // return without them stored: they are dirty again, and the next flush uploads them
+    // (another handle's fsync that waited behind this one included).
+    uint64_t kept = 0;
+    if (!s.ok()) {
+      for (const Extent& e : up->extents) {
+        if (e.offset >= size_) continue;
+        kept += dirty_.WriteUnder(e.offset, std::string_view(e.data).substr(0, size_ - e.offset));
+      }
+    }
     resolved_.reset();
     // With inflight_: a flush that sees the upload done sees its bytes given back (the
-    // budget's lock is a leaf).
-    ctx_->budget->Release(up->bytes);
+    // budget's lock is a leaf). Bytes kept dirty stay counted.
+    ctx_->budget->Release(up->bytes - std::min(kept, up->bytes));
     commit = s.ok() && pending_.size() >= kBackgroundCommitChunks && !flushing_;
   }
   cv_.notify_all();
