@@ -93,16 +93,18 @@ void MetaCache::DropDir(uint64_t parent) {
 bool MetaCache::HasNoXattr(uint64_t ino, std::string_view name) {
   if (entry_ttl_.count() == 0) return false;
   MutexLock lock(mu_);
-  auto fresh = [&](const EntryKey& key) {
-    auto it = no_xattr_.find(key);
-    if (it == no_xattr_.end()) return false;
-    if (Clock::now() >= it->second) {
-      no_xattr_.erase(it);
-      return false;
-    }
-    return true;
-  };
-  return fresh(EntryKey{ino, std::string()}) || (!name.empty() && fresh(EntryKey{ino, std::string(name)}));
+  return FreshNoXattrLocked(EntryKey{ino, std::string()}) ||
+         (!name.empty() && FreshNoXattrLocked(EntryKey{ino, std::string(name)}));
+}
+
+bool MetaCache::FreshNoXattrLocked(const EntryKey& key) {
+  auto it = no_xattr_.find(key);
+  if (it == no_xattr_.end()) return false;
+  if (Clock::now() >= it->second) {
+    no_xattr_.erase(it);
+    return false;
+  }
+  return true;
 }
 
 bool MetaCache::HasNoXattrs(uint64_t ino) { return HasNoXattr(ino, std::string_view()); }

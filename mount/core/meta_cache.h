@@ -70,6 +70,8 @@ class MetaCache {
     Clock::time_point expires;
   };
   using EntryKey = std::pair<uint64_t, std::string>;
+  // Whether a "no such xattr" for key is still fresh; drops it when it expired.
+  bool FreshNoXattrLocked(const EntryKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::chrono::nanoseconds attr_ttl_, entry_ttl_;
   const size_t max_entries_;
