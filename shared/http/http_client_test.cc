@@ -214,7 +214,7 @@ TEST_CASE("HttpClient reuses a kept-alive connection and retries once when it we
   }
 }
 
-TEST_CASE("HttpClient streams a 2xx body to on_body; an error body stays in the response") {
+TEST_CASE("HttpClient streams a 2xx body to on_body, and an error body stays in the response") {
   std::string big(300000, 'b');
   ScriptedServer s([&](const std::string& req, int) -> ScriptedServer::Reply {
     if (req.find("GET /missing") == 0) {

@@ -63,7 +63,12 @@ set_pid() {  # set_pid ROLE PID
   cat "$S"/*.pid >"$S/pids"
 }
 pid_of() { cat "$S/$1.pid"; }
-gone() { ! kill -0 "$1" 2>/dev/null || [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = Z ]; }
+# Gone: no such process, or a zombie with no thread left (a leader is a zombie while its other
+# threads still exit, holding the process's files: a RocksDB LOCK, a FUSE device).
+gone() {
+  ! kill -0 "$1" 2>/dev/null ||
+    { [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = Z ] && [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1 ]; }
+}
 kill9() {  # kill9 ROLE: kill -9 and wait until it is gone
   local p
   p=$(pid_of "$1")

@@ -1,6 +1,7 @@
 // Vacuum: correctness alone, with writes forced into each phase, under concurrent load, and
 // after a crash in the middle.
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -196,6 +197,10 @@ TEST_CASE("vacuum under concurrent reads, writes and deletes") {
       }
     });
   }
+  // The vacuums start once the readers are reading (on a loaded machine they may not have
+  // run at all during three quick vacuums otherwise); bounded, so a stuck reader fails below.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (reads.load() < 100 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   for (int i = 0; i < 3; ++i) {
     auto r = vol.Compact();
     REQUIRE(r.ok());
