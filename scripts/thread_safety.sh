@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clang's lock analysis (-Wthread-safety) over the directories KELP_THREAD_SAFETY_DIRS names
-# in CMakeLists.txt (shared/, volume/, filer/): a clang build in build-tsa/ (or $TSA_BUILD_DIR)
+# in CMakeLists.txt (shared/, volume/, filer/, mount/): a clang build in build-tsa/ (or $TSA_BUILD_DIR)
 # that only compiles their objects (no link, no test), with every analysis warning an error.
 # scripts/test.sh runs it; ccache makes a rerun cheap. Exits 0 with a message when clang is
 # missing (scripts/install-deps.sh installs clang-14). CONTRIBUTING.md says how to annotate.
@@ -27,8 +27,8 @@ ninja -C "$BUILD" build.ninja >/dev/null
 # thread_safety.txt (written by CMake): "dirs D..." and "skip PATH..." (paths from the root).
 read -r -a dirs <<<"$(sed -n 's/^dirs //p' "$BUILD/thread_safety.txt" | tr ';' ' ')"
 read -r -a skips <<<"$(sed -n 's/^skip //p' "$BUILD/thread_safety.txt" | tr ';' ' ')"
-# An object is D/CMakeFiles/TARGET.dir/SOURCE-under-D.o
-pattern="^($(IFS='|'; echo "${dirs[*]}"))/CMakeFiles/[^/:]+\.dir/[^:]*\.o:"
+# An object is D/[SUBDIR/]CMakeFiles/TARGET.dir/SOURCE-under-it.o (mount/cache has its own CMakeLists.txt)
+pattern="^($(IFS='|'; echo "${dirs[*]}"))/([^/:]+/)*CMakeFiles/[^/:]+\.dir/[^:]*\.o:"
 skip='^$'
 for s in "${skips[@]}"; do skip+="|^${s%%/*}/CMakeFiles/[^/]+\.dir/${s#*/}"; done
 mapfile -t objects < <(ninja -C "$BUILD" -t targets all | grep -oE "$pattern" | tr -d ':' |

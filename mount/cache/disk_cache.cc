@@ -55,7 +55,7 @@ std::unique_ptr<DiskCache> DiskCache::Open(const Config& config, CacheCounters* 
 
 DiskCache::DiskCache(const Config& config, CacheCounters* counters, std::unique_ptr<CacheDir> dir)
     : config_(config), counters_(counters), dir_(std::move(dir)), fs_block_(dir_->block_size()) {
-  CacheMutexLock lock(&mu_);
+  MutexLock lock(mu_);
   for (TierState& t : tiers_) t.policy = MakeEvictionPolicy(config_.eviction);
 }
 
@@ -69,7 +69,7 @@ void DiskCache::Load(ScanResult scan) {
   std::array<uint64_t, kNumTiers> dir_bytes;
   for (int t = 0; t < kNumTiers; ++t) dir_bytes[t] = dir_->MeasureTierDir(static_cast<Tier>(t));
   {
-    CacheMutexLock lock(&mu_);
+    MutexLock lock(mu_);
     next_id_ = scan.next_id;
     root_meta_bytes_ = root_meta;
     for (int t = 0; t < kNumTiers; ++t) {
@@ -181,7 +181,7 @@ void DiskCache::Unlink(std::vector<Victim> victims) {
       counters_->DiskError();
     }
   }
-  CacheMutexLock lock(&mu_);
+  MutexLock lock(mu_);
   deleting_bytes_ -= done + failed;
   leaked_bytes_ += failed;
 }
@@ -190,7 +190,7 @@ bool DiskCache::Reserve(int tier, uint64_t need) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::vector<Victim> victims;
     {
-      CacheMutexLock lock(&mu_);
+      MutexLock lock(mu_);
       uint64_t budget = DataBudgetLocked();
       if (need > budget) return false;
       if (UsedLocked() + need <= budget) {
@@ -215,7 +215,7 @@ void DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {
   uint64_t bytes = 0;
   std::shared_ptr<OpenFile> file;  // declared before the lock: released after it
   {
-    CacheMutexLock lock(&mu_);
+    MutexLock lock(mu_);
     TierState& ts = tiers_[tier];
     auto it = ts.index.find(key);
     if (it == ts.index.end() || it->second.id != id || it->second.pending) return;
@@ -242,7 +242,7 @@ void DiskCache::NoteWriteError(const absl::Status& status) {
 
 void DiskCache::KeepOpen(int tier, uint64_t key, uint64_t id, std::shared_ptr<OpenFile> file) {
   std::shared_ptr<OpenFile> closing;  // declared before the lock: closed after it
-  CacheMutexLock lock(&mu_);
+  MutexLock lock(mu_);
   auto it = tiers_[tier].index.find(key);
   if (it == tiers_[tier].index.end() || it->second.id != id || it->second.file) return;
   it->second.file = std::move(file);
@@ -267,7 +267,7 @@ bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t le
   absl::InlinedVector<uint64_t, 16> sums;  // of the pages the read touches
   std::shared_ptr<OpenFile> file;
   {
-    CacheMutexLock lock(&mu_);
+    MutexLock lock(mu_);
     TierState& ts = tiers_[t];
     auto it = ts.index.find(block.key);
     if (it == ts.index.end()) return false;
@@ -325,7 +325,7 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
   std::vector<uint64_t> sums = PageSums(data);
   uint64_t id;
   {
-    CacheMutexLock lock(&mu_);
+    MutexLock lock(mu_);
     TierState& ts = tiers_[t];
     if (ts.index.contains(block.key)) return false;  // cached, or another thread is writing it
     id = next_id_++;
@@ -340,7 +340,7 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
                                       nullptr});
   }
   auto unpublish = [&](uint64_t reserved) {
-    CacheMutexLock lock(&mu_);
+    MutexLock lock(mu_);
     tiers_[t].writing_bytes -= reserved;
     tiers_[t].index.erase(block.key);
   };
@@ -359,7 +359,7 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
   }
   std::vector<Victim> victims;
   {
-    CacheMutexLock lock(&mu_);
+    MutexLock lock(mu_);
     TierState& ts = tiers_[t];
     ts.writing_bytes -= need;
     ts.dir_bytes = dir_bytes;
@@ -385,7 +385,7 @@ void DiskCache::Close() {
   std::string encoded;
   uint64_t old_index = dir_->MeasureIndex();
   {
-    CacheMutexLock lock(&mu_);
+    MutexLock lock(mu_);
     // The old index is replaced, so the new one may use its room; no slack is needed any more.
     uint64_t fixed = root_meta_bytes_ - std::min(root_meta_bytes_, old_index);
     for (const TierState& t : tiers_) fixed += t.dir_bytes;
@@ -421,7 +421,7 @@ void DiskCache::Close() {
 }
 
 void DiskCache::FillStats(CacheStats* stats) const {
-  CacheMutexLock lock(&mu_);
+  MutexLock lock(mu_);
   stats->disk_enabled = true;
   stats->disk_capacity = config_.capacity_bytes;
   stats->disk_meta_bytes = root_meta_bytes_;

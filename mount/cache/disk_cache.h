@@ -23,9 +23,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "mount/cache/cache_dir.h"
-#include "mount/cache/cache_mutex.h"
 #include "mount/cache/cache_stats.h"
 #include "mount/cache/eviction_policy.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount::cache {
 
@@ -146,7 +146,7 @@ class DiskCache {
   std::atomic<bool> closed_{false};
   std::atomic<int64_t> backoff_until_ns_{0};  // steady clock; no disk writes before it
 
-  mutable CacheMutex mu_;
+  mutable Mutex mu_;
   std::array<TierState, kNumTiers> tiers_ ABSL_GUARDED_BY(mu_);
   uint64_t root_meta_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // root dir, KELPCACHE, LOCK, index
   uint64_t deleting_bytes_ ABSL_GUARDED_BY(mu_) = 0;   // victims not unlinked yet

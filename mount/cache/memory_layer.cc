@@ -11,7 +11,7 @@ bool MemoryLayer::Read(uint64_t key, std::string_view fid, uint64_t block_offset
                        size_t len, char* dst) {
   std::shared_ptr<const std::string> data;
   {
-    CacheMutexLock lock(&mu_);
+    MutexLock lock(mu_);
     auto it = items_.find(key);
     if (it == items_.end() || it->second.fid != fid || it->second.block_offset != block_offset) {
       return false;
@@ -29,7 +29,7 @@ bool MemoryLayer::Insert(uint64_t key, std::string_view fid, uint64_t block_offs
   uint64_t charge = data->size() + fid.size() + kItemOverhead;
   if (!Admits(data->size() + fid.size())) return false;
   std::vector<std::shared_ptr<const std::string>> dropped;
-  CacheMutexLock lock(&mu_);
+  MutexLock lock(mu_);
   if (items_.contains(key)) return false;
   while (policy_->bytes() + charge > capacity_) {
     std::optional<uint64_t> victim = policy_->Evict();
@@ -44,12 +44,12 @@ bool MemoryLayer::Insert(uint64_t key, std::string_view fid, uint64_t block_offs
 }  // `lock` goes before `dropped`: evicted data is freed outside the lock
 
 uint64_t MemoryLayer::bytes() const {
-  CacheMutexLock lock(&mu_);
+  MutexLock lock(mu_);
   return policy_->bytes();
 }
 
 size_t MemoryLayer::entries() const {
-  CacheMutexLock lock(&mu_);
+  MutexLock lock(mu_);
   return items_.size();
 }
 

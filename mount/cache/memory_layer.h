@@ -15,8 +15,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "mount/cache/cache_mutex.h"
 #include "mount/cache/eviction_policy.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount::cache {
 
@@ -50,7 +50,7 @@ class MemoryLayer {
   };
 
   const uint64_t capacity_;
-  mutable CacheMutex mu_;
+  mutable Mutex mu_;
   absl::flat_hash_map<uint64_t, Item> items_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<EvictionPolicy> policy_ ABSL_GUARDED_BY(mu_);
 };

@@ -19,9 +19,9 @@ ChunkFetcher::ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool
 }
 
 ChunkFetcher::~ChunkFetcher() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   stopping_ = true;
-  loaded_.wait(lock, [&] { return prefetching_ == 0; });
+  while (prefetching_ != 0) loaded_.Wait(lock);
 }
 
 absl::Status ChunkFetcher::Read(const std::string& fid, uint64_t blob_size, uint64_t offset, size_t len, char* dst,
@@ -73,16 +73,16 @@ void ChunkFetcher::InsertBlocks(const std::string& fid, uint64_t blob_size, uint
 bool ChunkFetcher::FillInBackground(const std::string& fid, uint64_t blob_size, uint64_t start, uint64_t end) {
   Key key{fid, start};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || filling_.size() >= static_cast<size_t>(opts_.max_fills) || filling_.count(key)) return false;
     filling_.insert(key);
     ++prefetching_;
   }
   auto done = [this, key] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     filling_.erase(key);
     --prefetching_;
-    loaded_.notify_all();
+    loaded_.NotifyAll();
   };
   bool queued = pool_->TrySubmit([this, fid, blob_size, start, end, done] {
     std::string buf(end - start, '\0');
@@ -113,7 +113,7 @@ void ChunkFetcher::LoadWindow(const std::string& fid, uint64_t blob_size, uint64
     if (s.ok()) InsertBlocks(fid, blob_size, start, data);
   }
   window_loads_->Inc();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   w->loading = false;
   w->status = s;
   if (s.ok()) {
@@ -126,18 +126,18 @@ void ChunkFetcher::LoadWindow(const std::string& fid, uint64_t blob_size, uint64
       windows_.erase(it);
     }
   }
-  loaded_.notify_all();
+  loaded_.NotifyAll();
 }
 
 std::shared_ptr<ChunkFetcher::Window> ChunkFetcher::GetWindow(const std::string& fid, uint64_t blob_size,
                                                               uint64_t index) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   Key key{fid, index};
   auto it = windows_.find(key);
   if (it != windows_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.second);
     std::shared_ptr<Window> w = it->second.first;
-    loaded_.wait(lock, [&] { return !w->loading; });
+    while (w->loading) loaded_.Wait(lock);
     window_hits_->Inc();
     return w;
   }
@@ -145,7 +145,7 @@ std::shared_ptr<ChunkFetcher::Window> ChunkFetcher::GetWindow(const std::string&
   lru_.push_front(key);
   windows_.emplace(key, std::make_pair(w, lru_.begin()));
   EvictLocked();
-  lock.unlock();
+  lock.Unlock();
   LoadWindow(fid, blob_size, index, w);
   return w;
 }
@@ -164,7 +164,7 @@ void ChunkFetcher::Prefetch(const std::string& fid, uint64_t blob_size, uint64_t
   if (pool_ == nullptr || index * opts_.window >= blob_size) return;
   std::shared_ptr<Window> w;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     Key key{fid, index};
     if (windows_.count(key)) return;
@@ -176,12 +176,12 @@ void ChunkFetcher::Prefetch(const std::string& fid, uint64_t blob_size, uint64_t
   }
   bool queued = pool_->TrySubmit([this, fid, blob_size, index, w] {
     LoadWindow(fid, blob_size, index, w);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     --prefetching_;
-    loaded_.notify_all();
+    loaded_.NotifyAll();
   });
   if (!queued) {  // pool busy: drop the placeholder, a reader will load it itself
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     --prefetching_;
     w->loading = false;
     w->status = absl::UnavailableError("prefetch not queued");
@@ -190,7 +190,7 @@ void ChunkFetcher::Prefetch(const std::string& fid, uint64_t blob_size, uint64_t
       lru_.erase(it->second.second);
       windows_.erase(it);
     }
-    loaded_.notify_all();
+    loaded_.NotifyAll();
   }
 }
 

@@ -9,12 +9,10 @@
 // is never held across a fetch.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -24,6 +22,7 @@
 #include "mount/core/clients.h"
 #include "mount/cache/chunk_cache.h"
 #include "shared/metrics.h"
+#include "shared/mutex.h"
 #include "shared/thread_pool.h"
 
 namespace kelp::mount {
@@ -62,6 +61,8 @@ class ChunkFetcher {
   ChunkCache* cache() const { return cache_; }
 
  private:
+  // loading and status are guarded by mu_ (ABSL_GUARDED_BY cannot name the fetcher's lock
+  // here); data is set before loading turns false and only read after.
   struct Window {
     bool loading = true;
     absl::Status status;
@@ -91,8 +92,8 @@ class ChunkFetcher {
   Counter* fills_;
   Counter* fills_skipped_;
 
-  std::mutex mu_;
-  std::condition_variable loaded_;
+  Mutex mu_;  // a leaf: never held across a blob read, a cache call or a pool submit
+  CondVar loaded_;
   std::map<Key, std::pair<std::shared_ptr<Window>, std::list<Key>::iterator>> windows_ ABSL_GUARDED_BY(mu_);
   std::list<Key> lru_ ABSL_GUARDED_BY(mu_);  // front = most recent
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

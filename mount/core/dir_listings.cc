@@ -5,7 +5,7 @@ namespace kelp::mount {
 DirListings::DirListings(size_t max_names, size_t max_seen) : max_names_(max_names), max_seen_(max_seen) {}
 
 DirListings::Known DirListings::Find(uint64_t dir, std::string_view name, uint64_t* ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = dirs_.find(dir);
   if (it == dirs_.end()) return Known::kUnknown;
   TouchLocked(it->second);
@@ -16,7 +16,7 @@ DirListings::Known DirListings::Find(uint64_t dir, std::string_view name, uint64
 }
 
 void DirListings::Created(uint64_t dir, uint64_t version) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (SeenBeyondLocked(dir, version)) return;
   Dir d;
   d.version = version;
@@ -24,7 +24,7 @@ void DirListings::Created(uint64_t dir, uint64_t version) {
 }
 
 void DirListings::Listed(uint64_t dir, uint64_t version, std::vector<std::pair<std::string, uint64_t>> names) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (version == 0 || SeenBeyondLocked(dir, version)) return;
   auto it = dirs_.find(dir);
   if (it != dirs_.end() && it->second.version >= version) return;  // known already, as new or newer
@@ -37,7 +37,7 @@ void DirListings::Listed(uint64_t dir, uint64_t version, std::vector<std::pair<s
 }
 
 void DirListings::Apply(uint64_t dir, uint64_t version, const Edit& fn) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   NoteSeenLocked(dir, version);
   auto it = dirs_.find(dir);
   if (it == dirs_.end()) return;
@@ -71,24 +71,24 @@ void DirListings::Removed(uint64_t dir, uint64_t version, std::string_view name)
 }
 
 void DirListings::Forget(uint64_t dir) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ForgetLocked(dir);
 }
 
 void DirListings::Clear() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   dirs_.clear();
   lru_.clear();
   names_ = 0;
 }
 
 size_t DirListings::dirs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return dirs_.size();
 }
 
 size_t DirListings::names() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return names_;
 }
 

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <functional>
 #include <list>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount {
 
@@ -78,7 +78,7 @@ class DirListings {
 
   const size_t max_names_;
   const size_t max_seen_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;  // a leaf (taken under DirHandle::mu)
   std::unordered_map<uint64_t, Dir> dirs_ ABSL_GUARDED_BY(mu_);
   std::list<uint64_t> lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
   size_t names_ ABSL_GUARDED_BY(mu_) = 0;

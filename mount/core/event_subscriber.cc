@@ -21,11 +21,11 @@ void EventSubscriber::Start() {
 
 void EventSubscriber::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     if (stream_) stream_->Cancel();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -34,12 +34,12 @@ void EventSubscriber::Loop() {
   int failures = 0;
   while (true) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) return;
     }
     auto sub = meta_->Subscribe(next_seq, prefix_, client_name_);
     if (sub.ok()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) return;
       stream_ = std::move(*sub);
     }
@@ -47,7 +47,7 @@ void EventSubscriber::Loop() {
     while (sub.ok()) {
       FilerClient::EventStream* stream;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         stream = stream_.get();
       }
       auto ev = std::make_optional<filer::Event>();
@@ -71,7 +71,7 @@ void EventSubscriber::Loop() {
       }
     }
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       stream_.reset();
       if (stopping_) return;
       if (failures++ == 0) {
@@ -79,11 +79,13 @@ void EventSubscriber::Loop() {
       }
       // Whatever happened while we were away may not be replayed exactly: be safe.
       if (next_seq == 0 || failures > 1) {
-        lock.unlock();
+        lock.Unlock();
         fs_->OnReset(notifier_);
-        lock.lock();
+        lock.Lock();
       }
-      cv_.wait_for(lock, std::chrono::milliseconds(std::min(5000, 200 * failures)), [&] { return stopping_; });
+      auto retry_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(5000, 200 * failures));
+      while (!stopping_ && cv_.WaitUntil(lock, retry_at)) {
+      }
       if (stopping_) return;
     }
   }

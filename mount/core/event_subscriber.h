@@ -8,14 +8,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "mount/core/clients.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount {
 
@@ -41,8 +40,10 @@ class EventSubscriber {
   KernelNotifier* const notifier_;
   const std::string prefix_;
   const std::string client_name_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  // Stop() cancels the stream under it, which takes the RPC connection's locks
+  // (shared/rpc/client.cc): those come after it. Released around Subscribe, Next and OnReset.
+  Mutex mu_;
+  CondVar cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<FilerClient::EventStream> stream_ ABSL_GUARDED_BY(mu_);  // to Cancel() from Stop()
   std::atomic<uint64_t> last_seq_{0};

@@ -21,12 +21,12 @@ int64_t NowNs() {
 
 void VolumeSet::Add(const std::set<uint32_t>& vids) {
   if (vids.empty()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   vids_.insert(vids.begin(), vids.end());
 }
 
 std::set<uint32_t> VolumeSet::Take() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return std::exchange(vids_, {});
 }
 
@@ -40,12 +40,12 @@ FileData::FileData(FileContext* ctx, const Attr& attr)
 
 FileData::~FileData() {
   HandOverUnsynced();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ctx_->journal_held -= journal_bytes_;
 }
 
 void FileData::HandOverUnsynced() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ctx_->closed_unsynced.Add(unsynced_);
   unsynced_.clear();
 }
@@ -98,7 +98,7 @@ void FileData::LoadViewLocked(const filer::GetChunksResponse& content) {
 }
 
 bool FileData::Revalidate(const Attr& attr) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (attr.version() <= known_version_) return false;
   known_version_ = attr.version();
   ClearViewLocked();
@@ -111,18 +111,18 @@ bool FileData::Revalidate(const Attr& attr) {
 }
 
 void FileData::MarkStale() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ClearViewLocked();
 }
 
 void FileData::Preload(const filer::GetChunksResponse& content) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (loaded_ || content.attr().version() < known_version_) return;
   LoadViewLocked(content);
 }
 
 void FileData::NoteOwnAttrChange(const Attr& attr) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (attr.version() == known_version_ + 1) {
     if (loaded_ && view_version_ == known_version_) view_version_ = attr.version();
     known_version_ = attr.version();
@@ -132,7 +132,7 @@ void FileData::NoteOwnAttrChange(const Attr& attr) {
 void FileData::Truncated(const Attr& attr) {
   uint64_t freed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     freed = dirty_.Truncate(attr.size());
     size_ = attr.size();
     known_version_ = std::max<uint64_t>(known_version_, attr.version());
@@ -146,7 +146,7 @@ void FileData::Truncated(const Attr& attr) {
 // ---- Attributes ----
 
 void FileData::MarkCreatedHere() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   created_here_ = true;
 }
 
@@ -156,7 +156,7 @@ bool FileData::SetAttrLocally(const filer::SetAttrRequest& req) {
                               filer::SET_ATTR_ATIME_NOW | filer::SET_ATTR_MTIME_NOW | filer::SET_ATTR_CTIME;
   uint64_t freed = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!created_here_ || (req.valid() & ~kLocal) != 0 || !error_.ok()) return false;
     const int64_t now = NowNs();
     if (req.valid() & filer::SET_ATTR_SIZE) {
@@ -195,7 +195,7 @@ bool FileData::SetAttrLocally(const filer::SetAttrRequest& req) {
 
 void FileData::RestoreAttrs(const filer::SetAttrRequest& attrs) {
   if (attrs.valid() == 0) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   filer::SetAttrRequest merged = attrs;
   const filer::SetAttrRequest& newer = pending_attrs_;  // fields set since win
   const uint32_t v = newer.valid();
@@ -211,7 +211,7 @@ void FileData::RestoreAttrs(const filer::SetAttrRequest& attrs) {
 }
 
 void FileData::OverlayAttr(Attr* a) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (a->version() > known_version_ && !HasLocalChangesLocked()) return;  // newer than what we know
   a->set_size(size_);
   if (mtime_ns_ != 0) {
@@ -226,22 +226,22 @@ void FileData::OverlayAttr(Attr* a) const {
 }
 
 bool FileData::IsOwnVersion(uint64_t version) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return version <= known_version_ || commits_in_flight_ > 0;
 }
 
 uint64_t FileData::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return size_;
 }
 
 uint64_t FileData::dirty_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return dirty_.bytes();
 }
 
 bool FileData::HasLocalChanges() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return HasLocalChangesLocked();
 }
 

@@ -21,12 +21,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,6 +37,7 @@
 #include "mount/core/clients.h"
 #include "mount/core/dirty_buffer.h"
 #include "mount/core/write_budget.h"
+#include "shared/mutex.h"
 #include "shared/thread_pool.h"
 
 namespace kelp::mount {
@@ -51,7 +50,7 @@ class VolumeSet {
   std::set<uint32_t> Take();
 
  private:
-  std::mutex mu_;
+  Mutex mu_;  // a leaf (taken under FileData::mu_)
   std::set<uint32_t> vids_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -213,8 +212,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
   FileContext* const ctx_;
   const uint64_t ino_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // uploads finished, flush gate released
+  // Lock order: after DirHandle::mu and InodeTable::mu_; under it only leaves are taken
+  // (ctx_->closed_unsynced's, ctx_->budget's). Never held across an RPC or a blob upload.
+  mutable Mutex mu_;
+  CondVar cv_;  // uploads finished, flush gate released
   uint64_t size_ ABSL_GUARDED_BY(mu_);
   int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;  // last local write not yet committed; 0 = none
   uint64_t known_version_ ABSL_GUARDED_BY(mu_);  // newest filer version this mount knows of

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "mount/core/file_data.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -32,13 +33,13 @@ absl::Status FileData::EnsureLoaded() {
   for (int attempt = 0; attempt < 5; ++attempt) {
     uint64_t gen;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (loaded_) return absl::OkStatus();
       gen = load_generation_;
     }
     auto resp = ctx_->meta->GetChunks(ino_);
     if (!resp.ok()) return resp.status();
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (load_generation_ != gen || resp->attr().version() < known_version_) continue;  // raced a change
     LoadViewLocked(*resp);
     return absl::OkStatus();
@@ -155,7 +156,7 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
     Ranges covered;
     uint64_t n;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!loaded_) {
         if (attempt < 5) continue;
         return absl::UnavailableError("file content keeps changing");

@@ -10,6 +10,7 @@
 #include "mount/core/file_data.h"
 #include "shared/file_id.h"
 #include "shared/log.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -26,14 +27,14 @@ int64_t NowNs() {
 absl::Status FileData::Write(uint64_t offset, std::string_view data) {
   if (data.empty()) return absl::OkStatus();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!error_.ok()) return error_;
   }
   ctx_->budget->Acquire(data.size());
   std::shared_ptr<Upload> up;
   uint64_t grew;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     grew = dirty_.Write(offset, data);
     size_ = std::max<uint64_t>(size_, offset + data.size());
     mtime_ns_ = NowNs();
@@ -50,7 +51,7 @@ absl::Status FileData::Write(uint64_t offset, std::string_view data) {
 void FileData::UploadDirty() {
   std::shared_ptr<Upload> up;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (dirty_.empty()) return;
     up = NewUploadLocked(dirty_.TakeAll());
   }
@@ -96,7 +97,7 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up, bool durable) {
   }
   bool commit;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     inflight_.erase(up->seq);
     // Even after a failure: blobs stored before it may end up committed by a retry.
     unsynced_.insert(lazy_volumes.begin(), lazy_volumes.end());
@@ -126,7 +127,7 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up, bool durable) {
     ctx_->budget->Release(up->bytes - std::min(kept, up->bytes));
     commit = s.ok() && pending_.size() >= kBackgroundCommitChunks && !flushing_;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (commit) {
     auto self = shared_from_this();
     ctx_->uploads->TrySubmit([self] { self->CommitInBackground(); });
@@ -134,7 +135,7 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up, bool durable) {
 }
 
 void FileData::JournalUpload(const std::shared_ptr<Upload>& up) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   inflight_.erase(up->seq);
   uint64_t seq = kPendingSeqBase + up->seq;
   auto pos = std::upper_bound(pending_.begin(), pending_.end(), seq,
@@ -160,7 +161,7 @@ void FileData::JournalUpload(const std::shared_ptr<Upload>& up) {
 void FileData::CommitInBackground() {
   uint64_t barrier;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (flushing_ || pending_.size() < kBackgroundCommitChunks) return;
     flushing_ = true;
     // Only the prefix no earlier upload is still working on.
@@ -169,10 +170,10 @@ void FileData::CommitInBackground() {
   absl::Status s = Commit(barrier, false, nullptr);
   if (!s.ok()) spdlog::warn("inode {}: background commit: {}", ino_, s);  // the next flush retries
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     flushing_ = false;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool FileData::InlineEligibleLocked() const {
@@ -182,14 +183,14 @@ bool FileData::InlineEligibleLocked() const {
 
 absl::Status FileData::Flush(bool sync) {
   {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !flushing_; });
+    MutexLock lock(mu_);
+    while (flushing_) cv_.Wait(lock);
     flushing_ = true;
   }
   // Small files are written inline; that needs the current (inline) content.
   bool small;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     small = ctx_->max_inline > 0 && size_ <= ctx_->max_inline && !dirty_.empty();
   }
   if (small) EnsureLoaded().IgnoreError();  // on failure: not inline
@@ -201,7 +202,7 @@ absl::Status FileData::Flush(bool sync) {
   filer::SetAttrRequest attrs;  // attribute changes made here, sent with the data
   uint64_t barrier;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!dirty_.empty()) {
       uint64_t bytes = dirty_.bytes();
       if (InlineEligibleLocked()) {
@@ -230,8 +231,8 @@ absl::Status FileData::Flush(bool sync) {
   if (way == Way::kUpload) RunUpload(up, durable_upload);
   absl::Status result;
   {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return inflight_.empty() || inflight_.begin()->first > barrier; });
+    MutexLock lock(mu_);
+    while (!inflight_.empty() && inflight_.begin()->first <= barrier) cv_.Wait(lock);
     result = error_;
     error_ = absl::OkStatus();
   }
@@ -244,17 +245,17 @@ absl::Status FileData::Flush(bool sync) {
   if (result.ok()) result = c;
   RestoreAttrs(attrs);  // what did not reach the filer goes with the next flush
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     flushing_ = false;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   return result;
 }
 
 absl::Status FileData::SyncUploads() {
   std::set<uint32_t> vids;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     vids.swap(unsynced_);
   }
   std::set<uint32_t> closed = ctx_->closed_unsynced.Take();
@@ -264,7 +265,7 @@ absl::Status FileData::SyncUploads() {
   if (s.ok()) return s;
   spdlog::error("inode {}: fsync of volumes failed: {}", ino_, s);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     unsynced_.insert(vids.begin(), vids.end());  // the next fsync tries again
   }
   return PosixError(EIO, kelp::StrCat("fsync: ", s.message()));
@@ -275,7 +276,7 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest
   size_t count = 0;
   const bool with_attrs = attrs != nullptr && attrs->valid() != 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     uint64_t min_size = 0;
     for (const auto& c : pending_) {
       if (c.seq() - kPendingSeqBase > barrier) break;
@@ -318,7 +319,7 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest
   }
   auto resp = ctx_->meta->CommitChunks(req);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     --commits_in_flight_;
   }
   if (!resp.ok()) {
@@ -329,7 +330,7 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest
   }
   if (with_attrs) attrs->Clear();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     uint64_t new_version = resp->attr().version();
     bool append = loaded_ && view_version_ == known_version_ && new_version == known_version_ + 1 &&
                   static_cast<size_t>(resp->seqs_size()) == count;
@@ -371,7 +372,7 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest
 absl::Status FileData::WriteInline(const std::shared_ptr<Upload>& up, bool sync, filer::SetAttrRequest* attrs) {
   filer::WriteInlineRequest req;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::string content = inline_data_;
     content.resize(size_, '\0');
     for (const auto& e : up->extents) {
@@ -391,7 +392,7 @@ absl::Status FileData::WriteInline(const std::shared_ptr<Upload>& up, bool sync,
   }
   auto attr = ctx_->meta->WriteInline(req);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     --commits_in_flight_;
     if (!attr.ok()) return attr.status();
     inflight_.erase(up->seq);
@@ -403,7 +404,7 @@ absl::Status FileData::WriteInline(const std::shared_ptr<Upload>& up, bool sync,
     if (!HasLocalChangesLocked()) mtime_ns_ = 0;
   }
   attrs->Clear();
-  cv_.notify_all();
+  cv_.NotifyAll();
   ctx_->budget->Release(up->bytes);
   if (ctx_->on_attr) ctx_->on_attr(*attr);
   return absl::OkStatus();

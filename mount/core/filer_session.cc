@@ -17,7 +17,7 @@ absl::Status FilerSession::Start(const std::string& client) {
   auto r = meta_->OpenSession(client);
   if (!r.ok()) return r.status();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     client_ = client;
     id_ = r->session();
     if (r->lease_ms() > 0) lease_ms_ = r->lease_ms();
@@ -31,17 +31,17 @@ void FilerSession::Stop() {
   std::map<uint64_t, int> open;
   std::string id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
     open.swap(open_);
     id = id_;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
   std::vector<uint64_t> inodes;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     inodes.swap(releases_);
   }
   for (const auto& [ino, n] : open) inodes.push_back(ino);
@@ -60,7 +60,7 @@ void FilerSession::FlushReleases() {
   std::vector<uint64_t> inodes;
   std::string id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     inodes.swap(releases_);
     id = id_;
   }
@@ -68,7 +68,7 @@ void FilerSession::FlushReleases() {
 }
 
 std::string FilerSession::id() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return id_;
 }
 
@@ -76,7 +76,7 @@ absl::Status FilerSession::Reattach() {
   std::string id;
   std::vector<uint64_t> inodes;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     id = id_;
     for (const auto& [ino, n] : open_) inodes.push_back(ino);
   }
@@ -93,7 +93,7 @@ absl::StatusOr<filer::GetChunksResponse> FilerSession::Open(uint64_t ino, bool w
   std::string id;
   bool first;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     first = open_[ino]++ == 0;
     id = id_;
   }
@@ -113,7 +113,7 @@ absl::StatusOr<filer::GetChunksResponse> FilerSession::Open(uint64_t ino, bool w
     }
   }
   if (!r.ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = open_.find(ino);
     if (it != open_.end() && --it->second == 0) {
       open_.erase(it);
@@ -124,14 +124,14 @@ absl::StatusOr<filer::GetChunksResponse> FilerSession::Open(uint64_t ino, bool w
 }
 
 void FilerSession::OpenedByCreate(uint64_t ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++open_[ino];
 }
 
 void FilerSession::Release(uint64_t ino) {
   bool first;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = open_.find(ino);
     if (it == open_.end()) return;
     if (--it->second > 0) return;
@@ -140,26 +140,29 @@ void FilerSession::Release(uint64_t ino) {
     releases_.push_back(ino);
   }
   // Only the first of a batch wakes the session thread; the rest wait with it.
-  if (first) cv_.notify_all();
+  if (first) cv_.NotifyAll();
 }
 
 void FilerSession::KeepAliveLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   bool reattach = false;
   auto next_keepalive = std::chrono::steady_clock::now();
   while (!stopping_) {
     auto wait = std::chrono::milliseconds(reattach ? 1000 : lease_ms_ / 3);
-    cv_.wait_until(lock, next_keepalive + wait, [&] { return stopping_ || !releases_.empty(); });
+    while (!stopping_ && releases_.empty() && cv_.WaitUntil(lock, next_keepalive + wait)) {
+    }
     if (stopping_) break;
     std::string id = id_;
     if (!releases_.empty()) {
       // Gather the releases of a burst of closes into one call.
-      cv_.wait_for(lock, kReleaseDelay, [&] { return stopping_; });
+      auto gathered_at = std::chrono::steady_clock::now() + kReleaseDelay;
+      while (!stopping_ && cv_.WaitUntil(lock, gathered_at)) {
+      }
       std::vector<uint64_t> inodes;
       inodes.swap(releases_);
-      lock.unlock();
+      lock.Unlock();
       SendReleases(std::move(inodes), id);
-      lock.lock();
+      lock.Lock();
       if (std::chrono::steady_clock::now() < next_keepalive + wait) continue;
     }
     next_keepalive = std::chrono::steady_clock::now();
@@ -167,9 +170,9 @@ void FilerSession::KeepAliveLoop() {
     if (reattach) {
       for (const auto& [ino, n] : open_) inodes.push_back(ino);
     }
-    lock.unlock();
+    lock.Unlock();
     absl::Status s = meta_->KeepAlive(id, inodes, reattach);
-    lock.lock();
+    lock.Lock();
     if (s.code() == absl::StatusCode::kNotFound && !reattach) {
       spdlog::warn("filer lost session {}; re-attaching it with the open files", id);
       reattach = true;

@@ -10,10 +10,8 @@
 // Thread-safety: Open/Release/id from any thread. Start/Stop from the owner thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "mount/core/clients.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount {
 
@@ -52,8 +51,8 @@ class FilerSession {
   void SendReleases(std::vector<uint64_t> inodes, const std::string& id);
 
   FilerClient* const meta_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable Mutex mu_;  // a leaf: released around every filer call
+  CondVar cv_;
   std::string id_ ABSL_GUARDED_BY(mu_);
   std::string client_ ABSL_GUARDED_BY(mu_);
   uint32_t lease_ms_ ABSL_GUARDED_BY(mu_) = 30000;

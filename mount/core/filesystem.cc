@@ -152,7 +152,7 @@ void Filesystem::ListingRenamed(uint64_t parent, uint64_t parent_version, std::s
 }
 
 void Filesystem::NoteOwnEntry(uint64_t parent, std::string_view name) {
-  std::lock_guard lock(own_mu_);
+  MutexLock lock(own_mu_);
   auto now = std::chrono::steady_clock::now();
   if (own_entries_.size() > 10000) {
     for (auto it = own_entries_.begin(); it != own_entries_.end();) {
@@ -163,7 +163,7 @@ void Filesystem::NoteOwnEntry(uint64_t parent, std::string_view name) {
 }
 
 bool Filesystem::TakeOwnEntry(uint64_t parent, std::string_view name) {
-  std::lock_guard lock(own_mu_);
+  MutexLock lock(own_mu_);
   auto it = own_entries_.find({parent, std::string(name)});
   if (it == own_entries_.end()) return false;
   bool fresh = std::chrono::steady_clock::now() - it->second < std::chrono::seconds(10);
@@ -189,13 +189,13 @@ void Filesystem::OnWritePressure() {
 }
 
 std::shared_ptr<Filesystem::FileHandle> Filesystem::Handle(uint64_t fh) {
-  std::lock_guard lock(handles_mu_);
+  MutexLock lock(handles_mu_);
   auto it = handles_.find(fh);
   return it == handles_.end() ? nullptr : it->second;
 }
 
 uint64_t Filesystem::AddHandle(std::shared_ptr<FileHandle> h) {
-  std::lock_guard lock(handles_mu_);
+  MutexLock lock(handles_mu_);
   uint64_t id = next_handle_++;
   handles_.emplace(id, std::move(h));
   return id;

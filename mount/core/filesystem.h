@@ -16,7 +16,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +33,7 @@
 #include "mount/core/meta_cache.h"
 #include "mount/core/read_pattern.h"
 #include "mount/core/write_budget.h"
+#include "shared/mutex.h"
 #include "shared/thread_pool.h"
 
 namespace kelp::mount {
@@ -169,8 +169,8 @@ class Filesystem {
     uint64_t ino = 0;
     std::shared_ptr<FileData> file;
     int flags = 0;
-    std::mutex mu;  // guards the read pattern below
-    ReadPattern pattern;
+    Mutex mu;  // a leaf: nothing is taken under it
+    ReadPattern pattern ABSL_GUARDED_BY(mu);
   };
   struct DirHandle;
 
@@ -220,12 +220,14 @@ class Filesystem {
   std::atomic<bool> stopped_{false};
   std::atomic<bool> pressure_running_{false};
 
-  std::mutex handles_mu_;
+  // The locks of the Filesystem itself are leaves (nothing is taken under them); the order of
+  // the mount's locks as a whole is written at DirHandle (fs_dirs.cc), the one held over others.
+  Mutex handles_mu_;
   uint64_t next_handle_ ABSL_GUARDED_BY(handles_mu_) = 1;
   std::map<uint64_t, std::shared_ptr<FileHandle>> handles_ ABSL_GUARDED_BY(handles_mu_);
   std::map<uint64_t, std::shared_ptr<DirHandle>> dirs_ ABSL_GUARDED_BY(handles_mu_);
 
-  std::mutex own_mu_;
+  Mutex own_mu_;
   // (parent, name) -> when this mount changed it; entries older than a few seconds are stale.
   std::map<std::pair<uint64_t, std::string>, std::chrono::steady_clock::time_point> own_entries_
       ABSL_GUARDED_BY(own_mu_);

@@ -4,12 +4,12 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include <mutex>
 #include <set>
 #include <thread>
 
 #include "mount/testing/fake_blob_store.h"
 #include "mount/testing/test_filer.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 
 namespace kelp::mount {
@@ -213,25 +213,25 @@ namespace kelp::mount {
 namespace {
 
 struct RecordingNotifier : KernelNotifier {
-  std::mutex mu;
-  std::vector<std::pair<uint64_t, bool>> inodes;
-  std::vector<std::pair<uint64_t, std::string>> entries;
+  Mutex mu;
+  std::vector<std::pair<uint64_t, bool>> inodes ABSL_GUARDED_BY(mu);
+  std::vector<std::pair<uint64_t, std::string>> entries ABSL_GUARDED_BY(mu);
   void InvalidateInode(uint64_t ino, bool data) override {
-    std::lock_guard l(mu);
+    MutexLock l(mu);
     inodes.emplace_back(ino, data);
   }
   void InvalidateEntry(uint64_t parent, std::string_view name) override {
-    std::lock_guard l(mu);
+    MutexLock l(mu);
     entries.emplace_back(parent, std::string(name));
   }
   bool HasEntry(const std::string& name) {
-    std::lock_guard l(mu);
+    MutexLock l(mu);
     for (auto& e : entries)
       if (e.second == name) return true;
     return false;
   }
   bool HasData(uint64_t ino) {
-    std::lock_guard l(mu);
+    MutexLock l(mu);
     for (auto& i : inodes)
       if (i.first == ino && i.second) return true;
     return false;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mount/core/filesystem.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 
 namespace kelp::mount {
@@ -17,20 +18,24 @@ namespace kelp::mount {
 // seekdir/telldir.
 struct Filesystem::DirHandle {
   static constexpr uint32_t kBatch = 512;
-  uint64_t ino = 0;
-  uint64_t parent = 0;
-  // mu serialises the listing of this handle (the kernel already does); held across the
-  // ReadDir RPC of this handle only, never with another lock.
-  std::mutex mu;
-  std::deque<filer::DirEntry> buf;
-  uint64_t buf_after = 0;  // buf holds the entries following this cookie
-  bool buf_plus = false;
-  bool eof = false;
-  bool valid = false;
+  uint64_t ino = 0;     // set before the handle is shared
+  uint64_t parent = 0;  // set before the handle is shared
+  // mu serialises the listing of this handle (the kernel already does) and is held across its
+  // ReadDir RPCs. The mount's lock order: DirHandle::mu, then InodeTable::mu_, then
+  // FileData::mu_, then the leaves (VolumeSet::mu_, WriteBudget::mu_, MetaCache::mu_,
+  // DirListings::mu_, ...). Under mu ReadDir takes DirListings::mu_ (Listed), MetaCache::mu_
+  // (Remember, PutEntry), and InodeTable::mu_ then FileData::mu_ (Overlay), one at a time;
+  // nothing takes mu while holding another lock.
+  Mutex mu;
+  std::deque<filer::DirEntry> buf ABSL_GUARDED_BY(mu);
+  uint64_t buf_after ABSL_GUARDED_BY(mu) = 0;  // buf holds the entries following this cookie
+  bool buf_plus ABSL_GUARDED_BY(mu) = false;
+  bool eof ABSL_GUARDED_BY(mu) = false;
+  bool valid ABSL_GUARDED_BY(mu) = false;
   // A listing from the start, every page at one directory version, gathered for DirListings.
-  bool collecting = false;
-  uint64_t collect_version = 0;
-  std::vector<std::pair<std::string, uint64_t>> collected;
+  bool collecting ABSL_GUARDED_BY(mu) = false;
+  uint64_t collect_version ABSL_GUARDED_BY(mu) = 0;
+  std::vector<std::pair<std::string, uint64_t>> collected ABSL_GUARDED_BY(mu);
 };
 
 namespace {
@@ -46,14 +51,14 @@ absl::StatusOr<uint64_t> Filesystem::OpenDir(uint64_t ino) {
   auto d = std::make_shared<DirHandle>();
   d->ino = ino;
   d->parent = ino == root_ ? ino : a.parent();
-  std::lock_guard lock(handles_mu_);
+  MutexLock lock(handles_mu_);
   uint64_t id = next_handle_++;
   dirs_.emplace(id, std::move(d));
   return id;
 }
 
 void Filesystem::ReleaseDir(uint64_t dh) {
-  std::lock_guard lock(handles_mu_);
+  MutexLock lock(handles_mu_);
   dirs_.erase(dh);
 }
 
@@ -61,12 +66,12 @@ absl::Status Filesystem::ReadDir(uint64_t dh, uint64_t offset, bool plus,
                                  const std::function<bool(const DirItem&)>& fn) {
   std::shared_ptr<DirHandle> d;
   {
-    std::lock_guard lock(handles_mu_);
+    MutexLock lock(handles_mu_);
     auto it = dirs_.find(dh);
     if (it == dirs_.end()) return PosixError(EBADF, "no such directory handle");
     d = it->second;
   }
-  std::lock_guard lock(d->mu);
+  MutexLock lock(d->mu);
   if (offset == 0) {
     DirItem dot{".", d->ino, S_IFDIR, 1, nullptr};
     if (!fn(dot)) return absl::OkStatus();

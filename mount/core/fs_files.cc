@@ -5,6 +5,7 @@
 #include "filer/client/limits.h"
 #include "mount/core/filesystem.h"
 #include "shared/log.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -107,7 +108,7 @@ absl::StatusOr<size_t> Filesystem::Read(uint64_t fh, uint64_t offset, size_t len
   if (!h) return PosixError(EBADF, "no such handle");
   bool sequential;
   {
-    std::lock_guard lock(h->mu);
+    MutexLock lock(h->mu);
     sequential = h->pattern.OnRead(offset, len);
   }
   return h->file->Read(offset, len, dst, sequential);
@@ -136,7 +137,7 @@ absl::Status Filesystem::Fsync(uint64_t fh, bool datasync) {
 absl::Status Filesystem::Release(uint64_t fh) {
   std::shared_ptr<FileHandle> h;
   {
-    std::lock_guard lock(handles_mu_);
+    MutexLock lock(handles_mu_);
     auto it = handles_.find(fh);
     if (it == handles_.end()) return PosixError(EBADF, "no such handle");
     h = std::move(it->second);

@@ -7,12 +7,12 @@ void InodeTable::MaybeDropLocked(std::unordered_map<uint64_t, Inode>::iterator i
 }
 
 void InodeTable::AddLookup(uint64_t ino, uint64_t n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   inodes_[ino].nlookup += n;
 }
 
 void InodeTable::Forget(uint64_t ino, uint64_t n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = inodes_.find(ino);
   if (it == inodes_.end()) return;
   it->second.nlookup = n >= it->second.nlookup ? 0 : it->second.nlookup - n;
@@ -20,13 +20,13 @@ void InodeTable::Forget(uint64_t ino, uint64_t n) {
 }
 
 uint64_t InodeTable::lookups(uint64_t ino) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = inodes_.find(ino);
   return it == inodes_.end() ? 0 : it->second.nlookup;
 }
 
 std::shared_ptr<FileData> InodeTable::OpenFile(FileContext* ctx, const Attr& attr, bool* first) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Inode& in = inodes_[attr.ino()];
   *first = in.open_handles == 0;
   ++in.open_handles;
@@ -35,7 +35,7 @@ std::shared_ptr<FileData> InodeTable::OpenFile(FileContext* ctx, const Attr& att
 }
 
 bool InodeTable::CloseFile(uint64_t ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = inodes_.find(ino);
   if (it == inodes_.end() || it->second.open_handles == 0) return false;
   if (--it->second.open_handles > 0) return false;
@@ -46,13 +46,13 @@ bool InodeTable::CloseFile(uint64_t ino) {
 }
 
 std::shared_ptr<FileData> InodeTable::File(uint64_t ino) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = inodes_.find(ino);
   return it == inodes_.end() ? nullptr : it->second.file;
 }
 
 std::vector<std::shared_ptr<FileData>> InodeTable::OpenFiles() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<FileData>> out;
   for (const auto& [ino, in] : inodes_) {
     if (in.file) out.push_back(in.file);
@@ -61,7 +61,7 @@ std::vector<std::shared_ptr<FileData>> InodeTable::OpenFiles() const {
 }
 
 std::vector<uint64_t> InodeTable::OpenInodes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<uint64_t> out;
   for (const auto& [ino, in] : inodes_) {
     if (in.open_handles > 0) out.push_back(ino);
@@ -70,7 +70,7 @@ std::vector<uint64_t> InodeTable::OpenInodes() const {
 }
 
 std::vector<uint64_t> InodeTable::KnownInodes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<uint64_t> out;
   out.reserve(inodes_.size());
   for (const auto& [ino, in] : inodes_) out.push_back(ino);
@@ -78,7 +78,7 @@ std::vector<uint64_t> InodeTable::KnownInodes() const {
 }
 
 bool InodeTable::SetCachedVersion(uint64_t ino, uint64_t version) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = inodes_.find(ino);
   if (it == inodes_.end()) return false;
   bool same = it->second.cached_version == version;
@@ -87,7 +87,7 @@ bool InodeTable::SetCachedVersion(uint64_t ino, uint64_t version) {
 }
 
 size_t InodeTable::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return inodes_.size();
 }
 

@@ -8,12 +8,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "mount/core/file_data.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount {
 
@@ -48,7 +48,9 @@ class InodeTable {
   };
   void MaybeDropLocked(std::unordered_map<uint64_t, Inode>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
+  // Lock order: after DirHandle::mu (fs_dirs.cc), before FileData::mu_ (CloseFile hands a
+  // closed file's unsynced volumes over, and may destroy the FileData, under it).
+  mutable Mutex mu_;
   std::unordered_map<uint64_t, Inode> inodes_ ABSL_GUARDED_BY(mu_);
 };
 

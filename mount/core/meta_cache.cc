@@ -7,7 +7,7 @@ MetaCache::MetaCache(std::chrono::nanoseconds attr_ttl, std::chrono::nanoseconds
 
 std::optional<filer::Attr> MetaCache::GetAttr(uint64_t ino) {
   if (attr_ttl_.count() == 0) return std::nullopt;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = attrs_.find(ino);
   if (it == attrs_.end()) return std::nullopt;
   if (Clock::now() >= it->second.expires) {
@@ -18,7 +18,7 @@ std::optional<filer::Attr> MetaCache::GetAttr(uint64_t ino) {
 }
 
 void MetaCache::PutAttr(const filer::Attr& attr) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if ((attr.mode() & 0170000) == 0040000) {
     if (dir_mode_gid_.size() >= max_entries_) dir_mode_gid_.clear();
     dir_mode_gid_[attr.ino()] = {attr.mode(), attr.gid()};
@@ -50,13 +50,13 @@ void MetaCache::PutAttr(const filer::Attr& attr) {
 }
 
 void MetaCache::DropAttr(uint64_t ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   attrs_.erase(ino);
 }
 
 std::optional<uint64_t> MetaCache::GetEntry(uint64_t parent, std::string_view name) {
   if (entry_ttl_.count() == 0) return std::nullopt;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(EntryKey{parent, std::string(name)});
   if (it == entries_.end()) return std::nullopt;
   if (Clock::now() >= it->second.expires) {
@@ -68,7 +68,7 @@ std::optional<uint64_t> MetaCache::GetEntry(uint64_t parent, std::string_view na
 
 void MetaCache::PutEntry(uint64_t parent, std::string_view name, uint64_t ino) {
   if (entry_ttl_.count() == 0) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (entries_.size() >= max_entries_) {
     auto now = Clock::now();
     for (auto it = entries_.begin(); it != entries_.end();) {
@@ -80,42 +80,44 @@ void MetaCache::PutEntry(uint64_t parent, std::string_view name, uint64_t ino) {
 }
 
 void MetaCache::DropEntry(uint64_t parent, std::string_view name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   entries_.erase(EntryKey{parent, std::string(name)});
 }
 
 void MetaCache::DropDir(uint64_t parent) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.lower_bound(EntryKey{parent, std::string()});
   while (it != entries_.end() && it->first.first == parent) it = entries_.erase(it);
 }
 
 bool MetaCache::HasNoXattr(uint64_t ino, std::string_view name) {
   if (entry_ttl_.count() == 0) return false;
-  std::lock_guard lock(mu_);
-  auto fresh = [&](const EntryKey& key) {
-    auto it = no_xattr_.find(key);
-    if (it == no_xattr_.end()) return false;
-    if (Clock::now() >= it->second) {
-      no_xattr_.erase(it);
-      return false;
-    }
-    return true;
-  };
-  return fresh(EntryKey{ino, std::string()}) || (!name.empty() && fresh(EntryKey{ino, std::string(name)}));
+  MutexLock lock(mu_);
+  return FreshNoXattrLocked(EntryKey{ino, std::string()}) ||
+         (!name.empty() && FreshNoXattrLocked(EntryKey{ino, std::string(name)}));
+}
+
+bool MetaCache::FreshNoXattrLocked(const EntryKey& key) {
+  auto it = no_xattr_.find(key);
+  if (it == no_xattr_.end()) return false;
+  if (Clock::now() >= it->second) {
+    no_xattr_.erase(it);
+    return false;
+  }
+  return true;
 }
 
 bool MetaCache::HasNoXattrs(uint64_t ino) { return HasNoXattr(ino, std::string_view()); }
 
 void MetaCache::PutNoXattr(uint64_t ino, std::string_view name) {
   if (entry_ttl_.count() == 0) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (no_xattr_.size() >= max_entries_) no_xattr_.clear();
   no_xattr_[EntryKey{ino, std::string(name)}] = Clock::now() + entry_ttl_;
 }
 
 void MetaCache::DropXattrs(uint64_t ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto now = Clock::now();
   if (xattrs_changed_.size() >= max_entries_) {
     for (auto it = xattrs_changed_.begin(); it != xattrs_changed_.end();) {
@@ -129,14 +131,14 @@ void MetaCache::DropXattrs(uint64_t ino) {
 }
 
 std::optional<std::pair<uint32_t, uint32_t>> MetaCache::DirModeGid(uint64_t ino) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = dir_mode_gid_.find(ino);
   if (it == dir_mode_gid_.end()) return std::nullopt;
   return it->second;
 }
 
 void MetaCache::Clear() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   dir_mode_gid_.clear();
   no_xattr_.clear();
   attrs_.clear();
@@ -144,7 +146,7 @@ void MetaCache::Clear() {
 }
 
 size_t MetaCache::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return attrs_.size() + entries_.size();
 }
 

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <list>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "proto/filer.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount {
 
@@ -70,10 +70,12 @@ class MetaCache {
     Clock::time_point expires;
   };
   using EntryKey = std::pair<uint64_t, std::string>;
+  // Whether a "no such xattr" for key is still fresh; drops it when it expired.
+  bool FreshNoXattrLocked(const EntryKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::chrono::nanoseconds attr_ttl_, entry_ttl_;
   const size_t max_entries_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;  // a leaf (taken under DirHandle::mu)
   std::unordered_map<uint64_t, AttrItem> attrs_ ABSL_GUARDED_BY(mu_);
   std::map<EntryKey, EntryItem, std::less<>> entries_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> dir_mode_gid_ ABSL_GUARDED_BY(mu_);

@@ -7,7 +7,7 @@ namespace kelp::mount {
 
 void WriteBudget::Acquire(uint64_t n) {
   n = std::min(n, capacity_);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (used_ + n <= capacity_) {
     used_ += n;
     return;
@@ -15,21 +15,21 @@ void WriteBudget::Acquire(uint64_t n) {
   ++waits_;
   while (used_ + n > capacity_) {
     if (on_pressure_) {
-      lock.unlock();
+      lock.Unlock();
       on_pressure_();
-      lock.lock();
+      lock.Lock();
       if (used_ + n <= capacity_) break;
     }
     // Wake up now and then to push again: an upload may have finished for a file that gets
     // dirty again before we run.
-    freed_.wait_for(lock, std::chrono::milliseconds(100));
+    freed_.WaitFor(lock, std::chrono::milliseconds(100));
   }
   used_ += n;
 }
 
 bool WriteBudget::TryAcquire(uint64_t n) {
   n = std::min(n, capacity_);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (used_ + n > capacity_) return false;
   used_ += n;
   return true;
@@ -37,20 +37,20 @@ bool WriteBudget::TryAcquire(uint64_t n) {
 
 void WriteBudget::Release(uint64_t n) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     n = std::min(n, used_);
     used_ -= n;
   }
-  freed_.notify_all();
+  freed_.NotifyAll();
 }
 
 uint64_t WriteBudget::used() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return used_;
 }
 
 uint64_t WriteBudget::waits() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waits_;
 }
 

@@ -7,12 +7,11 @@
 // holding a lock that the uploads releasing room need.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount {
 
@@ -36,8 +35,8 @@ class WriteBudget {
  private:
   const uint64_t capacity_;
   std::function<void()> on_pressure_;
-  mutable std::mutex mu_;
-  std::condition_variable freed_;
+  mutable Mutex mu_;  // a leaf (taken under FileData::mu_); on_pressure_ runs without it
+  CondVar freed_;
   uint64_t used_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t waits_ ABSL_GUARDED_BY(mu_) = 0;
 };

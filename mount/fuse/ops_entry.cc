@@ -1,8 +1,10 @@
 // FUSE callbacks for names and attributes: lookup, forget, getattr, setattr, readlink, mknod,
 // mkdir, unlink, rmdir, symlink, rename, link.
 #include <cstring>
+#include <exception>
 
 #include "mount/fuse/fuse_context.h"
+#include "shared/log.h"
 
 namespace kelp::mount::fuse {
 namespace {
@@ -28,7 +30,11 @@ void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
   try {
     FuseContext& c = *Ctx(req);
     c.fs->Forget(c.ToFiler(ino), nlookup);
+  } catch (const std::exception& e) {
+    // FORGET has no reply to carry an error: the kernel's lookup count for ino stays high.
+    spdlog::error("forget of inode {}: {}", ino, e.what());
   } catch (...) {
+    spdlog::error("forget of inode {}: unknown exception", ino);
   }
   fuse_reply_none(req);
 }
@@ -37,7 +43,11 @@ void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
   try {
     FuseContext& c = *Ctx(req);
     for (size_t i = 0; i < count; ++i) c.fs->Forget(c.ToFiler(forgets[i].ino), forgets[i].nlookup);
+  } catch (const std::exception& e) {
+    // FORGET has no reply to carry an error: the inodes not reached keep their lookup counts.
+    spdlog::error("forget of {} inodes: {}", count, e.what());
   } catch (...) {
+    spdlog::error("forget of {} inodes: unknown exception", count);
   }
   fuse_reply_none(req);
 }

@@ -10,7 +10,7 @@ namespace kelp::mount {
 
 absl::StatusOr<std::string> FakeBlobStore::Put(std::string_view data, bool fsync) {
   if (int e = fail_puts.load()) return PosixError(e, "injected upload failure");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint32_t vid = 1 + next_ % std::max<uint32_t>(1, volumes.load());
   std::string fid = kelp::StrCat(vid, ",", next_++, "00000000");
   blobs_.emplace(fid, std::string(data));
@@ -26,7 +26,7 @@ absl::StatusOr<std::string> FakeBlobStore::Put(std::string_view data, bool fsync
 absl::Status FakeBlobStore::SyncVolumes(const std::vector<uint32_t>& volume_ids) {
   ++sync_calls_;
   if (int e = fail_syncs.load()) return PosixError(e, "injected sync failure");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   synced_volumes_ += volume_ids.size();
   for (auto it = volatile_.begin(); it != volatile_.end();) {
     bool hit = std::find(volume_ids.begin(), volume_ids.end(), it->second) != volume_ids.end();
@@ -36,7 +36,7 @@ absl::Status FakeBlobStore::SyncVolumes(const std::vector<uint32_t>& volume_ids)
 }
 
 size_t FakeBlobStore::volatile_blobs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return volatile_.size();
 }
 
@@ -44,7 +44,7 @@ absl::Status FakeBlobStore::Get(std::string_view fid, uint64_t offset, uint64_t 
   if (int e = fail_gets.load()) return PosixError(e, "injected read failure");
   std::string piece;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++gets_;
     get_lengths_.push_back(length);
     auto it = blobs_.find(fid);
@@ -57,7 +57,7 @@ absl::Status FakeBlobStore::Get(std::string_view fid, uint64_t offset, uint64_t 
 }
 
 void FakeBlobStore::Discard(const std::vector<std::string>& fids) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& f : fids) {
     blobs_.erase(f);
     volatile_.erase(f);
@@ -65,12 +65,12 @@ void FakeBlobStore::Discard(const std::vector<std::string>& fids) {
 }
 
 size_t FakeBlobStore::blob_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return blobs_.size();
 }
 
 uint64_t FakeBlobStore::stored_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t n = 0;
   for (const auto& [k, v] : blobs_) n += v.size();
   return n;

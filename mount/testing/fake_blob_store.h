@@ -5,12 +5,12 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "volume/client/blob_store.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount {
 
@@ -39,7 +39,7 @@ class FakeBlobStore : public volume::BlobStore {
   uint64_t bytes_got() const { return bytes_got_.load(); }
   // The length of every Get so far, in order.
   std::vector<uint64_t> get_lengths() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return get_lengths_;
   }
   size_t synced_puts() const { return synced_puts_.load(); }
@@ -47,7 +47,7 @@ class FakeBlobStore : public volume::BlobStore {
   uint64_t stored_bytes() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, std::string, std::less<>> blobs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint32_t> volatile_ ABSL_GUARDED_BY(mu_);  // fid -> volume
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;

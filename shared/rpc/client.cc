@@ -102,9 +102,10 @@ absl::StatusOr<int> Dial(const std::string& address, Clock::time_point deadline)
 
 }  // namespace
 
-// One call in flight.
+// One call in flight. Its fields but stream (set before it is registered) are guarded by its
+// connection's mu_, a lock of another object that ABSL_GUARDED_BY cannot name here.
 struct PendingCall {
-  std::condition_variable cv;
+  CondVar cv;
   bool stream = false;
   bool done = false;       // the final frame came, or the call failed
   bool waiting = false;    // a thread sleeps on cv
@@ -170,27 +171,27 @@ class ClientConn {
   }
 
   bool broken() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return !broken_.ok();
   }
 
   // Registers a call; returns its id, or the connection's failure.
   absl::StatusOr<uint64_t> Register(const std::shared_ptr<PendingCall>& call) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!broken_.ok()) return broken_;
     uint64_t id = next_id_++;
     calls_[id] = call;
     return id;
   }
   void Unregister(uint64_t id) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     calls_.erase(id);
   }
 
   absl::Status SendFrame(std::string_view frame) {
     absl::Status s;
     {
-      std::lock_guard lock(send_mu_);
+      MutexLock lock(send_mu_);
       s = SendAll(frame);
     }
     if (!s.ok()) Fail(s);
@@ -201,7 +202,7 @@ class ClientConn {
   // else does.
   template <typename Ready>
   absl::Status Wait(const std::shared_ptr<PendingCall>& call, Clock::time_point deadline, Ready ready) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     absl::Status result;
     for (;;) {
       if (ready(*call)) break;
@@ -211,22 +212,22 @@ class ClientConn {
       }
       if (!reading_) {
         reading_ = true;
-        lock.unlock();
+        lock.Unlock();
         absl::Status s = ReadOnce();
-        lock.lock();
+        lock.Lock();
         reading_ = false;
         if (!s.ok()) FailLocked(s);
         continue;
       }
       call->waiting = true;
-      call->cv.wait_until(lock, deadline);
+      call->cv.WaitUntil(lock, deadline);
       call->waiting = false;
     }
     // Someone else may need the socket read now.
     if (!reading_) {
       for (auto& [id, c] : calls_) {
         if (c->waiting && c != call) {
-          c->cv.notify_one();
+          c->cv.NotifyOne();
           break;
         }
       }
@@ -235,13 +236,13 @@ class ClientConn {
   }
 
   void Fail(const absl::Status& s) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     FailLocked(s);
   }
 
   template <typename Fn>
   void WithLock(Fn&& fn) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     fn();
   }
 
@@ -269,7 +270,7 @@ class ClientConn {
       int n, e = SSL_ERROR_NONE;
       std::string why;
       {
-        std::lock_guard lock(ssl_mu_);
+        MutexLock lock(ssl_mu_);
         ERR_clear_error();
         n = SSL_write(ssl_, data.data(), static_cast<int>(std::min<size_t>(data.size(), 1 << 30)));
         if (n <= 0) {
@@ -312,7 +313,7 @@ class ClientConn {
       int n, e = SSL_ERROR_NONE;
       std::string why;
       {
-        std::lock_guard lock(ssl_mu_);
+        MutexLock lock(ssl_mu_);
         ERR_clear_error();
         n = SSL_read(ssl_, rbuf_.data() + rlen_, static_cast<int>(rbuf_.size() - rlen_));
         if (n <= 0) {
@@ -348,7 +349,7 @@ class ClientConn {
       pos += size;
     }
     if (!frames.empty()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [h, payload] : frames) RETURN_IF_ERROR(DeliverLocked(h, payload));
     }
     if (pos > 0) {
@@ -388,7 +389,7 @@ class ClientConn {
         return Unavailable(address_, kelp::StrCat("unexpected frame type ", static_cast<int>(h.type)));
     }
     if (c.done) calls_.erase(it);
-    c.cv.notify_one();
+    c.cv.NotifyOne();
     return absl::OkStatus();
   }
 
@@ -402,7 +403,7 @@ class ClientConn {
         c->done = true;
         c->status = broken_;
       }
-      c->cv.notify_one();
+      c->cv.NotifyOne();
     }
     calls_.clear();
   }
@@ -414,9 +415,9 @@ class ClientConn {
   // and SSL_write by a sender may not run at once on one SSL, so each takes ssl_mu_, which is
   // taken last (after send_mu_ or with reading_ set) and never held across a wait.
   SSL* ssl_ = nullptr;
-  std::mutex ssl_mu_;
-  std::mutex send_mu_;  // never taken while holding mu_... and mu_ never while holding it
-  std::mutex mu_;
+  Mutex ssl_mu_;
+  Mutex send_mu_ ABSL_ACQUIRED_BEFORE(ssl_mu_);  // never taken while holding mu_, nor mu_ under it
+  Mutex mu_;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
@@ -474,7 +475,7 @@ void ClientStream::Cancel() {
     if (!call_->done) {
       call_->done = true;
       call_->status = absl::CancelledError("stream cancelled");
-      call_->cv.notify_all();
+      call_->cv.NotifyAll();
       send = true;
     }
   });
@@ -491,28 +492,28 @@ void ClientStream::Cancel() {
 Channel::Channel(std::string address, Options options) : address_(std::move(address)), opts_(options) {}
 
 Channel::~Channel() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (conn_) conn_->Fail(absl::CancelledError("channel closed"));
 }
 
 uint64_t Channel::connects() const {
-  std::lock_guard lock(const_cast<std::mutex&>(mu_));
+  MutexLock lock(mu_);
   return connects_;
 }
 
 absl::StatusOr<std::shared_ptr<ClientConn>> Channel::Conn(Clock::time_point deadline) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (conn_ && !conn_->broken()) return conn_;
   }
-  std::lock_guard connect_lock(connect_mu_);
+  MutexLock connect_lock(connect_mu_);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (conn_ && !conn_->broken()) return conn_;
   }
   auto connect_deadline = std::min(deadline, Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms));
   ASSIGN_OR_RETURN(std::shared_ptr<ClientConn> conn, NewConn(connect_deadline));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   conn_ = conn;
   ++connects_;
   return conn;

@@ -20,12 +20,10 @@
 #include <openssl/ssl.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -34,6 +32,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "shared/mutex.h"
 #include "shared/rpc/frame.h"
 
 namespace kelp::rpc {
@@ -113,10 +112,12 @@ class Channel {
 
   const std::string address_;
   const Options opts_;
-  std::mutex mu_;
+  // Lock order: connect_mu_, then mu_, then the connection's own mu_ (conn_->broken() and
+  // ~Channel's conn_->Fail run under mu_).
+  Mutex connect_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one connect at a time
+  mutable Mutex mu_;
   std::shared_ptr<ClientConn> conn_ ABSL_GUARDED_BY(mu_);
   uint64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
-  std::mutex connect_mu_;  // one connect at a time; taken before mu_
 };
 
 }  // namespace kelp::rpc

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 
 #include "shared/log.h"
@@ -58,7 +57,7 @@ struct Server::Loop {
   int evfd = -1;
   std::thread thread;
   std::unordered_map<int, std::shared_ptr<ServerConn>> conns;  // loop thread only
-  std::mutex mu;
+  Mutex mu;  // a leaf: nothing is taken under it
   struct Incoming {
     int fd;
     std::string initial;
@@ -95,7 +94,7 @@ class ServerConn {
   bool Handshake(std::string* why) {
     int r, e = SSL_ERROR_NONE;
     {
-      std::lock_guard lock(ssl_mu_);
+      MutexLock lock(ssl_mu_);
       ERR_clear_error();
       r = SSL_do_handshake(ssl_);
       if (r != 1) {
@@ -108,7 +107,7 @@ class ServerConn {
       return true;
     }
     if (e == SSL_ERROR_WANT_WRITE) {
-      std::lock_guard lock(out_mu_);
+      MutexLock lock(out_mu_);
       write_armed_ = true;
       UpdateInterestLocked();
       return true;
@@ -145,7 +144,7 @@ class ServerConn {
       MakeInputRoom();
       int n, e = SSL_ERROR_NONE;
       {
-        std::lock_guard lock(ssl_mu_);
+        MutexLock lock(ssl_mu_);
         ERR_clear_error();
         n = SSL_read(ssl_, in_.data() + in_len_, static_cast<int>(in_.size() - in_len_));
         if (n <= 0) e = SSL_get_error(ssl_, n);
@@ -185,12 +184,12 @@ class ServerConn {
   // ---- output (any thread) ----
   // Appends a frame for the loop to send with the rest of this read's replies.
   void Queue(std::string_view frame) {
-    std::lock_guard lock(out_mu_);
+    MutexLock lock(out_mu_);
     if (!closed_) out_.append(frame);
   }
   // Appends a frame and sends what the socket takes now (workers, streams). False once closed.
   bool SendNow(std::string_view frame) {
-    std::lock_guard lock(out_mu_);
+    MutexLock lock(out_mu_);
     if (closed_) return false;
     out_.append(frame);
     if (!write_armed_) FlushLocked();
@@ -198,14 +197,14 @@ class ServerConn {
   }
   // Sends what is buffered now, from any thread. False once closed.
   bool FlushNow() {
-    std::lock_guard lock(out_mu_);
+    MutexLock lock(out_mu_);
     if (closed_) return false;
     if (!write_armed_) FlushLocked();
     return !closed_;
   }
   // Sends what is buffered (loop thread). False on a hard error.
   bool Flush() {
-    std::lock_guard lock(out_mu_);
+    MutexLock lock(out_mu_);
     if (closed_) return false;
     if (write_armed_) return true;  // EPOLLOUT will come
     FlushLocked();
@@ -213,38 +212,38 @@ class ServerConn {
   }
   // EPOLLOUT arrived (loop thread).
   bool OnWritable() {
-    std::lock_guard lock(out_mu_);
+    MutexLock lock(out_mu_);
     if (closed_) return false;
     write_armed_ = false;
     FlushLocked();
     return !closed_;
   }
   size_t pending_output() const {
-    std::lock_guard lock(out_mu_);
+    MutexLock lock(out_mu_);
     return out_.size() - out_pos_;
   }
   // Streams wait here while the client reads slower than they write.
   bool WaitOutputBelow(size_t bytes, const StreamControl& control) {
-    std::unique_lock lock(out_mu_);
+    MutexLock lock(out_mu_);
     while (!closed_ && out_.size() - out_pos_ > bytes && !control.cancelled.load()) {
-      drained_.wait_for(lock, std::chrono::milliseconds(100));
+      drained_.WaitFor(lock, std::chrono::milliseconds(100));
     }
     return !closed_;
   }
   void Close() {
     {
-      std::lock_guard lock(out_mu_);
+      MutexLock lock(out_mu_);
       closed_ = true;
     }
-    drained_.notify_all();
+    drained_.NotifyAll();
     shutdown(fd_, SHUT_RDWR);
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     for (auto& [id, c] : streams_) {
       if (auto p = c.lock()) p->cancelled = true;
     }
   }
   bool closed() const {
-    std::lock_guard lock(out_mu_);
+    MutexLock lock(out_mu_);
     return closed_;
   }
   // Re-arms the loop's interest in this connection (EPOLLIN unless paused, EPOLLOUT when output
@@ -256,21 +255,21 @@ class ServerConn {
     epoll_ctl(loop_->epfd, EPOLL_CTL_MOD, fd_, &ev);
   }
   void UpdateInterest() {
-    std::lock_guard lock(out_mu_);
+    MutexLock lock(out_mu_);
     if (!closed_) UpdateInterestLocked();
   }
 
   // ---- streams ----
   void AddStream(uint64_t id, const std::shared_ptr<StreamControl>& c) {
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     streams_[id] = c;
   }
   void RemoveStream(uint64_t id) {
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     streams_.erase(id);
   }
   void CancelStream(uint64_t id) {
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     auto it = streams_.find(id);
     if (it == streams_.end()) return;
     if (auto p = it->second.lock()) p->cancelled = true;
@@ -305,14 +304,14 @@ class ServerConn {
       out_.clear();
     }
     out_pos_ = 0;
-    drained_.notify_all();
+    drained_.NotifyAll();
   }
 
   void FailOutputLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(out_mu_) {
     closed_ = true;  // the peer is gone; the loop closes the connection on its next event
     out_.clear();
     out_pos_ = 0;
-    drained_.notify_all();
+    drained_.NotifyAll();
   }
   // One SSL_write of what is buffered: true when it made progress; false when the socket is
   // full (EPOLLOUT armed) or the connection failed (closed_). A retry after WANT_WRITE passes
@@ -320,7 +319,7 @@ class ServerConn {
   bool WriteTlsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(out_mu_) {
     int n, e = SSL_ERROR_NONE;
     {
-      std::lock_guard lock(ssl_mu_);
+      MutexLock lock(ssl_mu_);
       ERR_clear_error();
       size_t len = std::min<size_t>(out_.size() - out_pos_, 1 << 30);
       n = SSL_write(ssl_, out_.data() + out_pos_, static_cast<int>(len));
@@ -347,20 +346,21 @@ class ServerConn {
   // and SSL_write (any thread, under out_mu_) may not run at once on one SSL: ssl_mu_ is taken
   // around each, after out_mu_ (never the other way).
   SSL* ssl_ = nullptr;
-  std::mutex ssl_mu_;
+  Mutex ssl_mu_ ABSL_ACQUIRED_AFTER(out_mu_);
   bool handshaking_ = false;  // loop thread
   std::string in_;
   size_t in_pos_ = 0;
   size_t in_len_ = 0;
 
-  mutable std::mutex out_mu_;
-  std::condition_variable drained_;
+  mutable Mutex out_mu_;
+  CondVar drained_;
   std::string out_ ABSL_GUARDED_BY(out_mu_);
   size_t out_pos_ ABSL_GUARDED_BY(out_mu_) = 0;
   bool write_armed_ ABSL_GUARDED_BY(out_mu_) = false;
   bool closed_ ABSL_GUARDED_BY(out_mu_) = false;
 
-  std::mutex streams_mu_;
+  // Never held with out_mu_ or ssl_mu_; taken after the server's streams_mu_ (StartStream).
+  Mutex streams_mu_;
   std::unordered_map<uint64_t, std::weak_ptr<StreamControl>> streams_ ABSL_GUARDED_BY(streams_mu_);
 };
 
@@ -471,7 +471,7 @@ void Server::Adopt(int fd, std::string initial) {
   }
   Loop* loop = loops_[next_loop_.fetch_add(1) % loops_.size()].get();
   {
-    std::lock_guard lock(loop->mu);
+    MutexLock lock(loop->mu);
     loop->incoming.push_back({fd, std::move(initial), false});
   }
   uint64_t one = 1;
@@ -481,7 +481,7 @@ void Server::Adopt(int fd, std::string initial) {
 void Server::Stop() {
   if (stopping_.exchange(true)) return;
   {
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     for (auto& s : streams_) s.control->cancelled = true;
   }
   for (auto& loop : loops_) {
@@ -494,7 +494,7 @@ void Server::Stop() {
   if (workers_) workers_->Stop();
   std::list<StreamThread> streams;
   {
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     streams.swap(streams_);
   }
   for (auto& s : streams) {
@@ -502,7 +502,7 @@ void Server::Stop() {
   }
   for (auto& loop : loops_) {
     {
-      std::lock_guard lock(loop->mu);
+      MutexLock lock(loop->mu);
       for (auto& in : loop->incoming) close(in.fd);
       loop->incoming.clear();
     }
@@ -572,7 +572,7 @@ void Server::RunLoop(Loop* loop) {
         (void)!read(loop->evfd, &v, sizeof v);
         std::vector<Loop::Incoming> incoming;
         {
-          std::lock_guard lock(loop->mu);
+          MutexLock lock(loop->mu);
           incoming.swap(loop->incoming);
         }
         for (auto& in : incoming) AddConn(loop, in.fd, std::move(in.initial), in.needs_head);
@@ -587,7 +587,7 @@ void Server::RunLoop(Loop* loop) {
             AddConn(loop, c, "", true);
           } else {
             {
-              std::lock_guard lock(target->mu);
+              MutexLock lock(target->mu);
               target->incoming.push_back({c, "", true});
             }
             uint64_t one = 1;
@@ -764,7 +764,7 @@ void Server::StartStream(const std::shared_ptr<ServerConn>& conn, const Service:
   auto control = std::make_shared<StreamControl>();
   auto done = std::make_shared<std::atomic<bool>>(false);
   conn->AddStream(id, control);
-  std::lock_guard lock(streams_mu_);
+  MutexLock lock(streams_mu_);
   if (stopping_.load()) {
     conn->Queue(ErrorFrame(id, absl::UnavailableError("server is stopping")));
     conn->RemoveStream(id);
@@ -800,7 +800,7 @@ void Server::StartStream(const std::shared_ptr<ServerConn>& conn, const Service:
 void Server::ReapStreams() {
   std::list<StreamThread> finished;
   {
-    std::lock_guard lock(streams_mu_);
+    MutexLock lock(streams_mu_);
     for (auto it = streams_.begin(); it != streams_.end();) {
       if (it->done->load()) {
         finished.splice(finished.end(), streams_, it++);

@@ -27,7 +27,6 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -39,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shared/metrics.h"
+#include "shared/mutex.h"
 #include "shared/rpc/frame.h"
 #include "shared/thread_pool.h"
 
@@ -208,7 +208,9 @@ class Server {
     std::shared_ptr<std::atomic<bool>> done;
     std::shared_ptr<StreamControl> control;
   };
-  std::mutex streams_mu_;
+  // Held while a connection's out_mu_ and streams_mu_ are taken (StartStream refusing a
+  // stream); nothing is taken before it.
+  Mutex streams_mu_;
   std::list<StreamThread> streams_ ABSL_GUARDED_BY(streams_mu_);
 };
 
