@@ -381,12 +381,12 @@ TEST_CASE("a mount whose certificate another CA signed is refused by the filer")
   };
   swap(C().pki().Cert("client"), C().pki().Cert("rogue"));
   swap(C().pki().Key("client"), C().pki().Key("rogue"));
-  std::ofstream(tmp.Sub("rogue.toml")) << toml;
-  std::string dir = tmp.Sub("mnt");
+  std::ofstream(tmp.file("rogue.toml")) << toml;
+  std::string dir = tmp.file("mnt");
   std::filesystem::create_directories(dir);
   auto m = Process::Start({KelpBinary(), "mount", StrCat("-dir=", dir), StrCat("-filer=", C().filer()),
-                           "-cacheCapacityMB=0", StrCat("-security=", tmp.Sub("rogue.toml"))},
-                          tmp.Sub("mount.log"));
+                           "-cacheCapacityMB=0", StrCat("-security=", tmp.file("rogue.toml"))},
+                          tmp.file("mount.log"));
   REQUIRE(m.ok());
   int rc = (*m)->Wait(std::chrono::seconds(60));
   if (Mounted(dir)) (void)!system(("fusermount3 -uz " + dir).c_str());
