@@ -42,7 +42,7 @@ TEST_CASE("inode table: an inode stays while the kernel looks it up or a handle 
   CHECK(t.size() == 0);
 }
 
-TEST_CASE("inode table: a reopened file gets a fresh FileData; the cached version decides keep_cache") {
+TEST_CASE("inode table: a reopened file gets a fresh FileData, and the cached version decides keep_cache") {
   FileContext ctx;
   InodeTable t;
   t.AddLookup(3);

@@ -93,7 +93,7 @@ TEST_CASE("meta cache: known-absent xattrs, and the quarantine after a change") 
   CHECK_FALSE(c.HasNoXattrs(5));
 }
 
-TEST_CASE("meta cache: a directory's mode and group outlive its attributes; the size stays bounded") {
+TEST_CASE("meta cache: a directory's mode and group outlive its attributes, and the size stays bounded") {
   MetaCache c(30s, 30s, 100);
   c.PutAttr(MakeAttr(3, 1, S_IFDIR | 02775));
   c.DropAttr(3);
