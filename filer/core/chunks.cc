@@ -49,7 +49,7 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
     if (before.IsDir()) return PosixError(EISDIR, "inode is a directory");
     GetChunksResponse resp;
     if (before.inline_size > 0) {
-      auto data = kv_->Get(keys::InlineKey(ino));
+      auto data = rd().Get(keys::InlineKey(ino));
       if (data.ok()) {
         resp.set_inline_data(std::move(*data));
       } else if (!absl::IsNotFound(data.status())) {
@@ -57,7 +57,7 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
       }
     }
     std::string prefix = keys::ChunkPrefix(ino);
-    auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+    auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
     for (; it->Valid(); it->Next()) {
       ASSIGN_OR_RETURN(*resp.add_chunks(), DecodeChunk(keys::SecondU64(it->key()), it->value()));
     }
@@ -71,15 +71,24 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
     ASSIGN_OR_RETURN(auto r, read());
     if (r) return std::move(*r);
   }
-  auto guard = locks_.Lock({ino});
-  ASSIGN_OR_RETURN(auto r, read());
-  if (!r) return absl::InternalError("chunk list changed under its lock");
-  return std::move(*r);
+  // Under the inode's lock and in one transaction: nothing changes it, whichever filer writes.
+  return Transact([&]() -> absl::StatusOr<GetChunksResponse> {
+    auto guard = locks_.Lock({ino});
+    ASSIGN_OR_RETURN(auto r, read());
+    if (!r) return absl::InternalError("chunk list changed under its lock");
+    return std::move(*r);
+  });
 }
 
 absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChunksRequest& req) {
   for (const Chunk& c : req.chunks()) RETURN_IF_ERROR(ValidateChunk(c));
   if (req.min_size() > kMaxFileSize) return PosixError(EFBIG, "size too large");
+  ASSIGN_OR_RETURN(CommitChunksResponse resp, Transact([&] { return CommitChunksOnce(req); }));
+  if (req.sync()) RETURN_IF_ERROR(kv_->Sync());
+  return resp;
+}
+
+absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const CommitChunksRequest& req) {
   const uint64_t ino = req.ino();
   const size_t n = static_cast<size_t>(req.chunks_size());
   CommitChunksResponse resp;
@@ -90,6 +99,14 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChun
     uint64_t first = 0;
     if (n > 0) {
       ASSIGN_OR_RETURN(first, chunk_seq_.Next(n));
+      // Newer chunks must win over older ones. Another filer's sequence range may be ahead
+      // of this one's: then move this one past the inode's newest seq.
+      if (first <= rec.last_chunk_seq) {
+        RETURN_IF_ERROR(chunk_seq_.RaiseAbove(rec.last_chunk_seq));
+        ASSIGN_OR_RETURN(first, chunk_seq_.Next(n));
+      }
+      if (!rec.xattrs_counted) RETURN_IF_ERROR(CountXattrs(rec, 0));  // the seq trails the count
+      rec.last_chunk_seq = first + n - 1;
     }
     Mutation m(this, guard);
     if (req.replace()) RETURN_IF_ERROR(DropContentLocked(m, rec));
@@ -115,7 +132,6 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChun
     RETURN_IF_ERROR(m.Commit());
     *resp.mutable_attr() = rec.ToAttr();
   }
-  if (req.sync()) RETURN_IF_ERROR(kv_->Sync());
   return resp;
 }
 
@@ -126,7 +142,7 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
   std::vector<Chunk> all;
   all.reserve(rec.chunk_count);
   std::string prefix = keys::ChunkPrefix(rec.ino);
-  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(all.emplace_back(), DecodeChunk(keys::SecondU64(it->key()), it->value()));
   }
@@ -166,7 +182,7 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
 absl::Status FilerService::DropContentLocked(Mutation& m, InodeRecord& rec) {
   std::set<std::string> fids;
   std::string prefix = keys::ChunkPrefix(rec.ino);
-  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
     fids.insert(c.fid());
@@ -185,6 +201,13 @@ absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view da
   if (data.size() > kMaxInlineSize) {
     return PosixError(EINVAL, StrCat("inline data over ", kMaxInlineSize, " bytes"));
   }
+  ASSIGN_OR_RETURN(Attr out, Transact([&] { return WriteInlineOnce(ino, data, mtime_ns); }));
+  if (sync) RETURN_IF_ERROR(kv_->Sync());
+  return out;
+}
+
+absl::StatusOr<Attr> FilerService::WriteInlineOnce(uint64_t ino, std::string_view data,
+                                                   int64_t mtime_ns) {
   Attr out;
   {
     auto guard = locks_.Lock({ino});
@@ -202,7 +225,6 @@ absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view da
     RETURN_IF_ERROR(m.Commit());
     out = rec.ToAttr();
   }
-  if (sync) RETURN_IF_ERROR(kv_->Sync());
   return out;
 }
 

@@ -1,22 +1,35 @@
 // The metadata event log: every mutation writes its events (key family E, docs/filer-keys.md)
 // in the same WriteBatch as the change itself, with sequences from this log. Subscribers read
-// history from the store and then wait on a condition variable for live events.
+// history from the store and then wait on a condition variable for newer events.
 //
 // Sequences are reserved before a batch is written and completed after, whatever the
-// outcome; published() is the highest seq such that every seq at or below it is completed,
-// so a reader never skips an event that commits late. Seqs of failed writes and of restarts
-// leave gaps, which readers step over.
+// outcome; published() is the highest seq such that no event at or below it can still
+// appear, so a reader never skips an event that commits late. Seqs of failed writes and of
+// restarts leave gaps, which readers step over.
 //
-// Thread-safe. mu_ is a leaf lock (filer/core/lock_table.h); it nests the sequence
-// allocator's mutex.
+// On a store several filers share (KvStore::shared()), seqs come in short-lived ranges that
+// every filer can see (key family R): a range is opened in a transaction that raises the
+// event high-water mark, used for at most options.event_range_life, and deleted once every
+// seq handed out of it completed. A seq is published when no open range (this filer's or
+// another's, as of the latest snapshot Poll() read) could still produce one below it. A
+// mutation's batch Requires its range's key, so a range that was revoked (its owner's lease
+// ran out: a filer that died mid-write) can never gain an event after readers passed it.
+// Each filer tails the log in the store, so its subscribers see every filer's mutations.
+// docs/filer-stores.md has the argument in full.
+//
+// Thread-safe. open_mu_ (opening a range) is taken before mu_; mu_ is a leaf lock
+// (filer/core/lock_table.h) and nests the sequence allocator's mutex.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -32,13 +45,25 @@ namespace kelp::filer {
 class EventLog {
  public:
   EventLog(KvStore* kv, Clock* clock, const FilerOptions& opts);
+  ~EventLog();
 
   absl::Status Load();
+  // Shared stores with background loops: starts the thread that calls Poll() every
+  // options.event_poll_interval.
+  void Start();
 
-  // Reserves n consecutive seqs and returns the first. Each reserved seq must be passed to
-  // Complete() once its batch was written or failed.
-  absl::StatusOr<uint64_t> Reserve(size_t n);
+  struct Reservation {
+    uint64_t first = 0;
+    // Shared stores: the key of the range the seqs came from; the mutation's batch must
+    // Require it. Empty otherwise.
+    std::string guard;
+  };
+  // Reserves n consecutive seqs. Each reserved seq must be passed to Complete() once its
+  // batch was written or failed.
+  absl::StatusOr<Reservation> Reserve(size_t n);
   void Complete(uint64_t first, size_t n);
+  // A write failed because its range (guard) is gone: hand out no more from it.
+  void Revoked(std::string_view guard);
 
   uint64_t published() const;
   // Seqs below the floor were trimmed.
@@ -50,21 +75,61 @@ class EventLog {
   // Drops events beyond the retention bounds (options), one bounded step per call.
   absl::Status Trim();
 
-  // Wakes every waiter; WaitBeyond returns at once from now on.
+  // Shared stores: retires this filer's ranges that are old and done, reads which ranges
+  // other filers hold open (and the trim floor), revokes ranges whose lease ran out, and
+  // publishes what became final. No-op otherwise.
+  absl::Status Poll();
+
+  // Wakes every waiter; WaitBeyond returns at once from now on. Joins the poll thread.
   void Stop();
   bool stopped() const;
 
  private:
+  struct Range {
+    uint64_t first = 0, limit = 0, next = 0;
+    int64_t opened_mono_ns = 0;
+    std::set<uint64_t> inflight;  // handed out, not completed
+    bool retired = false;         // hands out nothing more
+    bool closing = false;         // its key is being deleted
+  };
+  struct Snapshot {
+    uint64_t q = 1;  // the event high-water mark
+    std::map<uint64_t, std::pair<uint64_t, int64_t>> ranges;  // first -> (limit, expires_ms)
+    uint64_t floor = 1;
+  };
+
+  bool shared() const { return kv_->shared(); }
+  absl::StatusOr<Reservation> ReserveShared(size_t n);
+  // Hands n seqs out of the active range if it can. Needs mu_.
+  bool TakeLocked(size_t n, Reservation* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status OpenRange(size_t n);
+  absl::StatusOr<Snapshot> ReadSnapshot(KvReader& r);
+  // Adopts a snapshot's view of other filers' ranges if it is not older than the one held.
+  void ApplySnapshotLocked(const Snapshot& s, uint64_t q_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes a range's key in a transaction that also reads the whole range of events, so a
+  // write still in flight with that range either committed before (and is visible) or fails.
+  absl::Status CloseRangeInStore(uint64_t first, uint64_t limit, bool must_exist);
+  void RecomputeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PollLoop();
+
   KvStore* const kv_;
   Clock* const clock_;
   const FilerOptions opts_;
-  SequenceAllocator seq_;
+  SequenceAllocator seq_;  // stores only this process opens
+  std::string owner_;      // this filer's name on its ranges
+  std::mutex open_mu_;     // one range opening at a time
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<uint64_t> done_ ABSL_GUARDED_BY(mu_);  // completed seqs above published_
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Shared stores.
+  std::map<uint64_t, Range> own_ ABSL_GUARDED_BY(mu_);  // by first
+  uint64_t active_ ABSL_GUARDED_BY(mu_) = 0;            // first of the range handing out; 0 = none
+  uint64_t known_q_ ABSL_GUARDED_BY(mu_) = 1;           // high-water mark of the latest snapshot
+  std::set<uint64_t> remote_ ABSL_GUARDED_BY(mu_);      // other filers' open ranges (firsts)
+  std::thread poller_;
   std::mutex trim_mu_;  // one Trim at a time
 };
 

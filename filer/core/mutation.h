@@ -30,7 +30,9 @@ class Mutation {
   // Inodes created (+) or purged (-).
   void AdjustInodes(int64_t delta) { inode_delta_ += delta; }
 
-  // Writes everything (unsynced: callers sync after dropping their locks when asked to).
+  // Writes everything, through the operation's transaction (FilerService::Transact), unsynced:
+  // callers sync after dropping their locks when asked to. A conflict (IsConflict) means the
+  // whole operation must run again.
   absl::Status Commit();
 
  private:
@@ -40,6 +42,7 @@ class Mutation {
   std::vector<Event> events_;
   std::vector<std::pair<std::vector<std::string>, uint64_t>> garbage_;
   int64_t inode_delta_ = 0;
+  bool committed_ = false;
 };
 
 }  // namespace kelp::filer

@@ -62,7 +62,11 @@ std::string EncodeInode(const InodeRecord& r) {
   PutVarint64(&v, r.inline_size);
   PutVarint64(&v, r.next_cookie);
   PutLengthPrefixed(&v, r.symlink_target);
-  if (r.xattrs_counted) PutVarint64(&v, r.xattr_count);  // optional trailing field
+  // Optional trailing fields, each present only with the ones before it.
+  if (r.xattrs_counted) {
+    PutVarint64(&v, r.xattr_count);
+    if (r.last_chunk_seq != 0) PutVarint64(&v, r.last_chunk_seq);
+  }
   return v;
 }
 
@@ -85,6 +89,7 @@ absl::StatusOr<InodeRecord> DecodeInode(uint64_t ino, std::string_view v) {
   if (!ok) return Corrupt("inode");
   r.xattrs_counted = !v.empty();
   if (r.xattrs_counted && !GetVarint64(&v, &r.xattr_count)) return Corrupt("inode");
+  if (!v.empty() && !GetVarint64(&v, &r.last_chunk_seq)) return Corrupt("inode");
   r.mode = static_cast<uint32_t>(mode);
   r.uid = static_cast<uint32_t>(uid);
   r.gid = static_cast<uint32_t>(gid);

@@ -36,6 +36,10 @@ struct InodeRecord {
   uint64_t next_cookie = 1;       // directories: the readdir cookie the next entry gets
   uint64_t xattr_count = 0;       // records under XattrPrefix(ino), when xattrs_counted
   bool xattrs_counted = true;     // false: a record written before the count was kept
+  // The highest chunk seq ever committed to this inode (0: none, or a record from before it
+  // was kept). New chunks get higher seqs even when another filer's sequence range is behind.
+  // Stored only after xattr_count, so only with xattrs_counted.
+  uint64_t last_chunk_seq = 0;
 
   bool IsDir() const;
   bool IsReg() const;

@@ -1,4 +1,5 @@
 #include <atomic>
+#include <shared_mutex>
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
@@ -75,12 +76,37 @@ class RocksKvStore : public KvStore {
   }
 
   absl::Status Write(const WriteBatch& batch, bool sync) override {
+    // A batch with Require checks runs alone, so no other write slips between its checks and
+    // its own write; plain batches share the lock (RocksDB groups them itself).
+    std::shared_lock<std::shared_mutex> shared(require_mu_, std::defer_lock);
+    std::unique_lock<std::shared_mutex> exclusive(require_mu_, std::defer_lock);
+    if (batch.has_requires()) {
+      exclusive.lock();
+    } else {
+      shared.lock();
+    }
     rocksdb::WriteBatch wb;
     for (const auto& op : batch.ops()) {
       switch (op.kind) {
         case WriteBatch::Op::kPut: wb.Put(S(op.key), S(op.value)); break;
         case WriteBatch::Op::kDelete: wb.Delete(S(op.key)); break;
-        case WriteBatch::Op::kDeleteRange: wb.DeleteRange(S(op.key), S(op.value)); break;
+        case WriteBatch::Op::kDeleteRange:
+          if (op.value.empty()) {
+            // RocksDB needs an end: delete what is there one key at a time.
+            auto it = std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(rocksdb::ReadOptions()));
+            for (it->Seek(S(op.key)); it->Valid(); it->Next()) wb.Delete(it->key());
+            if (!it->status().ok()) return FromRocks(it->status(), "scan");
+          } else if (op.key < op.value) {
+            wb.DeleteRange(S(op.key), S(op.value));
+          }
+          break;
+        case WriteBatch::Op::kRequire: {
+          std::string ignored;
+          rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), S(op.key), &ignored);
+          if (g.IsNotFound()) return MissingKeyError(op.key);
+          if (!g.ok()) return FromRocks(g, "get");
+          break;
+        }
       }
     }
     rocksdb::WriteOptions wo;
@@ -111,6 +137,8 @@ class RocksKvStore : public KvStore {
     return FromRocks(s, "sync WAL");
   }
 
+  std::string_view kind() const override { return "rocksdb"; }
+
   uint64_t ApproximateSize() override {
     uint64_t v = 0;
     db_->GetIntProperty("rocksdb.total-sst-files-size", &v);
@@ -127,6 +155,7 @@ class RocksKvStore : public KvStore {
   }
 
   std::unique_ptr<rocksdb::DB> db_;
+  std::shared_mutex require_mu_;
   // Every write up to this sequence number is in the synced WAL.
   std::atomic<rocksdb::SequenceNumber> synced_{0};
   Counter* const wal_syncs_;
