@@ -91,11 +91,34 @@ absl::StatusOr<EventLog::Reservation> EventLog::Reserve(size_t n) {
   return Reservation{first, {}};
 }
 
+absl::Status EventLog::Prepare() {
+  if (!shared()) return absl::OkStatus();
+  // A range this close to the end of its life would likely be retired by Poll() while the
+  // transaction runs; take the next one now instead.
+  const int64_t renew = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.event_range_life).count() * 4 / 5;
+  auto fresh = [&]() {  // needs mu_
+    if (active_ == 0) return false;
+    const Range& r = own_.at(active_);
+    return !r.retired && r.next < r.limit && clock_->MonoNs() - r.opened_mono_ns < renew;
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (fresh()) return absl::OkStatus();
+  }
+  std::lock_guard open(open_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (fresh()) return absl::OkStatus();
+  }
+  return OpenRange(1);
+}
+
 bool EventLog::TakeLocked(size_t n, Reservation* out) {
   if (active_ == 0) return false;
   Range& r = own_.at(active_);
-  int64_t life = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.event_range_life).count();
-  if (r.retired || r.next + n > r.limit || clock_->MonoNs() - r.opened_mono_ns >= life) {
+  // Age alone does not retire it here (Poll and Prepare do): a transaction that began with
+  // this range keeps using it, the one whose key it saw.
+  if (r.retired || r.next + n > r.limit) {
     r.retired = true;
     active_ = 0;
     return false;

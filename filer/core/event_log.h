@@ -58,6 +58,10 @@ class EventLog {
     // Require it. Empty otherwise.
     std::string guard;
   };
+  // Shared stores: call before a transaction takes its first snapshot. Makes sure the range
+  // its events will come from is open already, so the transaction sees that range's key (a
+  // range opened later is invisible to it, and its Require would fail).
+  absl::Status Prepare();
   // Reserves n consecutive seqs. Each reserved seq must be passed to Complete() once its
   // batch was written or failed.
   absl::StatusOr<Reservation> Reserve(size_t n);

@@ -304,6 +304,9 @@ auto FilerService::Transact(F&& fn) -> decltype(fn()) {
   constexpr int kAttempts = 64;
   for (int attempt = 0;; ++attempt) {
     {
+      if (kv_->shared() && TxnScope::Current(this) == nullptr) {
+        if (absl::Status p = events_.Prepare(); !p.ok()) return p;
+      }
       TxnScope scope(this, kv_);
       auto r = fn();
       absl::Status s;

@@ -52,8 +52,11 @@ absl::Status Mutation::Commit() {
   if (!events_.empty()) fs_->events_.Complete(res.first, events_.size());
   if (!s.ok()) {
     if (auto missing = MissingKeyOf(s); missing && !res.guard.empty() && *missing == res.guard) {
-      fs_->events_.Revoked(res.guard);
-      return ConflictError("the event range was revoked");
+      // Absent from this transaction's snapshot: revoked, or opened after the snapshot was
+      // taken (then it is still there). Either way the operation runs again.
+      auto now = fs_->kv_->Get(res.guard);
+      if (absl::IsNotFound(now.status())) fs_->events_.Revoked(res.guard);
+      return ConflictError("the event range is not in this transaction's snapshot");
     }
     return s;
   }
