@@ -68,6 +68,12 @@ void Topology::Stop() {
   grown_.notify_all();
 }
 
+void Topology::HoldGrowthFor(std::chrono::milliseconds d) {
+  std::lock_guard lock(mu_);
+  no_grow_until_ = std::chrono::steady_clock::now() + d;
+  grown_.notify_all();
+}
+
 std::string Topology::LayoutKey(const std::string& collection, const std::string& replication) {
   return collection + "/" + replication;
 }
@@ -115,6 +121,7 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
     }
     s.volumes = std::move(reported);
   }
+  grown_.notify_all();  // an Assign may be waiting for volumes to be known
   // A filer whose store was lost must still never reuse a volume id or a needle key.
   if (max_vid > 0) {
     if (auto st = volume_ids_.RaiseAbove(max_vid); !st.ok()) spdlog::error("raise volume id sequence: {}", st);
@@ -203,6 +210,10 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
                       urls.end());
           for (const auto& u : urls) *resp.add_locations() = LocationOf(u);
           break;
+        }
+        if (std::chrono::steady_clock::now() < no_grow_until_) {
+          grown_.wait_until(lock, no_grow_until_);  // heartbeats wake it
+          continue;
         }
         if (attempt >= 2) {
           return PosixError(ENOSPC, StrCat("no writable volume for collection \"", collection, "\" replication ",

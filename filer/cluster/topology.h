@@ -61,6 +61,11 @@ class Topology : public ClusterApi {
   Capacity GetCapacity() override;
   std::vector<absl::Status> DeleteBlobs(const std::vector<std::string>& fids) override;
 
+  // For a while, an Assign that finds no writable volume waits for heartbeats rather than
+  // growing new volumes: a filer that just became the coordinator knows no volumes until the
+  // volume servers have found it.
+  void HoldGrowthFor(std::chrono::milliseconds d);
+
   // True when Assign for this layout can answer from memory (no volume growth needed).
   bool HasWritable(const std::string& collection, const std::string& replication) const;
   nlohmann::json StatusJson() const;
@@ -106,6 +111,7 @@ class Topology : public ClusterApi {
   std::map<uint32_t, Volume> volumes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Layout> layouts_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point no_grow_until_ ABSL_GUARDED_BY(mu_);
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

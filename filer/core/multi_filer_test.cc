@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <mutex>
 #include <random>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "filer/client/limits.h"
 #include "filer/core/test_util.h"
+#include "filer/store/copy.h"
 #include "filer/store/pg_kv_store.h"
 #include "filer/store/testing/pg_test_server.h"
 #include "shared/strings.h"
@@ -411,4 +413,77 @@ TEST_CASE("two filers: a range left open by a filer that stalled is revoked, and
   REQUIRE(late.ok());
   REQUIRE(late->size() == 1);
   CHECK((*late)[0].name() == "late");
+}
+
+TEST_CASE("a namespace copied RocksDB -> PostgreSQL -> RocksDB is the same namespace, and a filer serves it") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / kelp::StrCat("kelp-copy-", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  FakeClock clock;
+  FakeCluster cluster;
+  FilerOptions opts = TestOptions(&clock);
+  uint64_t f = 0;
+  {
+    auto rocks = OpenRocksKvStore((dir / "a").string());
+    REQUIRE(rocks.ok());
+    FilerService fs(rocks->get(), &cluster, opts);
+    REQUIRE(fs.Start().ok());
+    uint64_t d = fs.Create(File(1, "dir", true))->ino();
+    f = fs.Create(File(d, "file"))->ino();
+    CommitChunksRequest c;
+    c.set_ino(f);
+    *c.add_chunks() = MakeChunk(Fid(7), 0, 100);
+    REQUIRE(fs.CommitChunks(c).ok());
+    REQUIRE(fs.SetXattr(f, "user.k", "v", 0).ok());
+    REQUIRE(fs.Link(f, 1, "hard").ok());
+    fs.Stop();
+  }
+  PgKvOptions po;
+  po.dsn = Pg().dsn();
+  po.keyspace = "copied";
+  {
+    auto from = OpenRocksKvStore((dir / "a").string());
+    auto to = OpenPgKvStore(po);
+    REQUIRE(from.ok());
+    REQUIRE(to.ok());
+    auto r = CopyStore(**from, **to, {});
+    REQUIRE(r.ok());
+    CHECK(r->keys > 10);
+    // Copying into a store that holds a namespace is refused.
+    CHECK(CopyStore(**from, **to, {}).status().code() == absl::StatusCode::kFailedPrecondition);
+    auto check = CheckNamespace(**to);
+    REQUIRE(check.ok());
+    CHECK(check->ok());
+    CHECK(check->inodes == 3);
+  }
+  {
+    // A filer on the copy sees everything, and writes on.
+    auto pg = OpenPgKvStore(po);
+    REQUIRE(pg.ok());
+    FilerService fs(pg->get(), &cluster, opts);
+    REQUIRE(fs.Start().ok());
+    auto a = fs.ResolvePath("/dir/file");
+    REQUIRE(a.ok());
+    CHECK(a->ino() == f);
+    CHECK(a->nlink() == 2);
+    CHECK(*fs.GetXattr(f, "user.k") == "v");
+    CHECK(fs.GetChunks(f)->chunks(0).fid() == Fid(7));
+    uint64_t g = fs.Create(File(1, "new"))->ino();
+    CHECK(g > f);  // inode numbers continue above the copied ones
+    fs.Stop();
+  }
+  {
+    auto from = OpenPgKvStore(po);
+    auto to = OpenRocksKvStore((dir / "b").string());
+    REQUIRE(from.ok());
+    REQUIRE(to.ok());
+    auto r = CopyStore(**from, **to, {});
+    REQUIRE(r.ok());
+    auto check = CheckNamespace(**to);
+    REQUIRE(check.ok());
+    CHECK(check->ok());
+    CHECK(check->inodes == 4);
+  }
+  fs::remove_all(dir);
 }
