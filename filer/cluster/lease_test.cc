@@ -38,7 +38,7 @@ CoordinatorLease::Options Opts(const std::string& id, Clocks& c, std::atomic<int
 
 }  // namespace
 
-TEST_CASE("one filer holds the coordinator lease; another takes it over once it runs out") {
+TEST_CASE("one filer holds the coordinator lease, another takes it over once it runs out") {
   auto kv = NewMemoryKvStore(true);
   Clocks c;
   std::vector<bool> a_changes;

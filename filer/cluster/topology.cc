@@ -249,8 +249,13 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
   return resp;
 }
 
-absl::Status Topology::Grow(const std::string& collection, const Replication& rep) {
-  int want = opts_.growth_count > 0 ? opts_.growth_count : AutoGrowth(rep.copies());
+absl::Status Topology::GrowVolumes(const std::string& collection, const std::string& replication, int count) {
+  ASSIGN_OR_RETURN(Replication rep, Replication::Parse(replication.empty() ? opts_.default_replication : replication));
+  return Grow(collection, rep, std::max(count, 1));
+}
+
+absl::Status Topology::Grow(const std::string& collection, const Replication& rep, int want) {
+  if (want <= 0) want = opts_.growth_count > 0 ? opts_.growth_count : AutoGrowth(rep.copies());
   int grown = 0;
   absl::Status last_error;
   for (int i = 0; i < want; ++i) {

@@ -65,6 +65,9 @@ class Topology : public ClusterApi {
   // growing new volumes: a filer that just became the coordinator knows no volumes until the
   // volume servers have found it.
   void HoldGrowthFor(std::chrono::milliseconds d);
+  // Allocates count new volumes of a layout now (SeaweedFS's volume.grow). OK if at least one
+  // could be placed.
+  absl::Status GrowVolumes(const std::string& collection, const std::string& replication, int count);
 
   // True when Assign for this layout can answer from memory (no volume growth needed).
   bool HasWritable(const std::string& collection, const std::string& replication) const;
@@ -96,8 +99,9 @@ class Topology : public ClusterApi {
   std::vector<uint32_t> WritableVolumesLocked(const std::string& collection, const std::string& replication) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   cluster::Location LocationOf(const std::string& url) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Allocates new volumes for a layout; called without mu_ held.
-  absl::Status Grow(const std::string& collection, const Replication& rep);
+  // Allocates new volumes for a layout (want 0 = options.growth_count or by copies); called
+  // without mu_ held.
+  absl::Status Grow(const std::string& collection, const Replication& rep, int want = 0);
 
   const Options opts_;
   KvStore* const kv_;

@@ -84,7 +84,7 @@ TEST_CASE("a lapsed session releases its open files") {
   h.RequireConsistent();
 }
 
-TEST_CASE("sessions survive a restart; after one lapses, its orphans wait for it to reattach") {
+TEST_CASE("sessions survive a restart, and after one lapses its orphans wait for it to reattach") {
   Harness h("rocksdb", [](FilerOptions& o) { o.orphan_grace = std::chrono::milliseconds(30'000); });
   // The first start's grace period must not block this test's setup purges: let it pass.
   h.clock.Advance(31s);
