@@ -1,5 +1,6 @@
 // kelp benchmark: SeaweedFS's `weed benchmark` against a Kelp cluster. Writes n blobs of
-// -size bytes at concurrency -c (assign at the filer, then PUT to the volume server), then
+// -size bytes at concurrency -c (assign at the filer through FilerClient, then PUT to the volume
+// server through VolumeClient: the project's own clients), then
 // reads them all back in random order and checks every byte. Prints weed's report shape.
 // Failed requests are counted and shown; the exit code is 1 if any failed.
 #include <algorithm>
@@ -16,14 +17,14 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "cmd/commands.h"
+#include "filer/client/filer_client.h"
 #include "shared/file_id.h"
 #include "shared/flags.h"
-#include "shared/http/http_client.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
 #include "shared/strings.h"
+#include "volume/client/volume_client.h"
 
 namespace kelp {
 namespace {
@@ -100,7 +101,8 @@ class Stats {
 
 class Benchmark {
  public:
-  explicit Benchmark(BenchOptions o) : opts_(std::move(o)), client_(ClientOptions(o.concurrency)) {}
+  explicit Benchmark(BenchOptions o)
+      : opts_(std::move(o)), filer_(opts_.filer, FilerOptions()), volumes_(VolumeOptions(opts_.concurrency)) {}
 
   int Run() {
     std::printf("This is Kelp's benchmark (weed benchmark compatible report), against filer %s\n\n",
@@ -113,8 +115,13 @@ class Benchmark {
   }
 
  private:
-  static http::HttpClient::Options ClientOptions(int c) {
-    http::HttpClient::Options o;
+  static filer::FilerClientOptions FilerOptions() {
+    filer::FilerClientOptions o;
+    o.metrics_label = "benchmark";
+    return o;
+  }
+  static volume::VolumeClient::Options VolumeOptions(int c) {
+    volume::VolumeClient::Options o;
     o.max_idle_per_host = std::max(64, c * 2);
     return o;
   }
@@ -132,28 +139,27 @@ class Benchmark {
     return urls_[i];
   }
 
+  // One assign per blob at the filer, as weed benchmark does at its master, then the upload
+  // with the token the assignment carries (docs/security.md).
   bool WriteOne(uint64_t i, std::string& buf, std::string& err) {
-    std::string target = StrCat("/dir/assign?collection=", http::PercentEncodeQuery(opts_.collection));
-    if (!opts_.replication.empty()) StrAppend(&target, "&replication=", opts_.replication);
-    auto a = client_.Get(opts_.filer, target);
-    if (!a.ok() || a->status != 200) {
-      err = a.ok() ? StrCat("assign: HTTP ", a->status, " ", a->body) : StrCat("assign: ", a.status().ToString());
+    cluster::AssignRequest req;
+    req.set_count(1);
+    req.set_collection(opts_.collection);
+    req.set_replication(opts_.replication);
+    auto a = filer_.Assign(req);
+    if (!a.ok() || a->locations_size() == 0) {
+      err = a.ok() ? "assign: no volume server" : StrCat("assign: ", a.status().ToString());
       return false;
     }
-    auto j = nlohmann::json::parse(a->body, nullptr, false);
-    if (j.is_discarded() || !j.contains("fid") || !j.contains("url")) {
-      err = "assign: bad reply " + a->body;
-      return false;
-    }
-    std::string fid = j["fid"], url = j["url"];
+    const auto& loc = a->locations(0);
+    std::string url = loc.url().empty() ? loc.public_url() : loc.url();
     FillBlob(opts_.seed, i, &buf, opts_.size);
-    auto p = client_.Do("PUT", url, StrCat("/", fid, opts_.fsync ? "?fsync=true" : ""), {}, buf);
-    if (!p.ok() || p->status >= 300) {
-      err = p.ok() ? StrCat("upload ", fid, ": HTTP ", p->status, " ", p->body)
-                   : StrCat("upload ", fid, ": ", p.status().ToString());
+    auto up = volumes_.Upload(url, a->fid(), buf, opts_.fsync, a->auth());
+    if (!up.ok()) {
+      err = StrCat("upload ", a->fid(), ": ", up.status().ToString());
       return false;
     }
-    records_[i].fid = std::move(fid);
+    records_[i].fid = a->fid();
     records_[i].url_index = UrlIndex(url);
     records_[i].ok = true;
     return true;
@@ -161,13 +167,13 @@ class Benchmark {
 
   bool ReadOne(uint64_t i, std::string& buf, std::string& err) {
     const Record& r = records_[i];
-    auto g = client_.Get(UrlAt(r.url_index), "/" + r.fid);
-    if (!g.ok() || g->status != 200) {
-      err = g.ok() ? StrCat("read ", r.fid, ": HTTP ", g->status) : StrCat("read ", r.fid, ": ", g.status().ToString());
+    auto g = volumes_.Read(UrlAt(r.url_index), r.fid);
+    if (!g.ok()) {
+      err = StrCat("read ", r.fid, ": ", g.status().ToString());
       return false;
     }
     FillBlob(opts_.seed, i, &buf, opts_.size);
-    if (g->body != buf) {
+    if (*g != buf) {
       err = StrCat("read ", r.fid, ": content differs from what was written");
       return false;
     }
@@ -264,7 +270,8 @@ class Benchmark {
   }
 
   BenchOptions opts_;
-  http::HttpClient client_;
+  filer::FilerClient filer_;
+  volume::VolumeClient volumes_;
   std::vector<Record> records_;
   std::mutex urls_mu_;
   std::vector<std::string> urls_;
@@ -290,6 +297,8 @@ int BenchmarkMain(int argc, char** argv) {
   flags.Add("read", &o.read, "run the read phase (needs the write phase in the same run)");
   flags.Add("fsync", &o.fsync, "ask volume servers to fsync every write");
   flags.Add("seed", &o.seed, "seed for blob contents and read order");
+  std::string security_file;
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   if (o.concurrency < 1 || o.concurrency > 10000 || o.n < 1 || o.size < 1 || o.size > (256 << 20)) {
     std::fprintf(stderr, "kelp benchmark: -c must be in [1, 10000], -n >= 1, -size in [1, 256 MiB]\n");
@@ -300,6 +309,10 @@ int BenchmarkMain(int argc, char** argv) {
     return 2;
   }
   InitLogging("warn");
+  if (absl::Status s = security::InstallFromFile(security_file, security::kClientComponent); !s.ok()) {
+    std::fprintf(stderr, "kelp benchmark: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
   return Benchmark(o).Run();
 }
 

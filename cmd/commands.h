@@ -11,6 +11,7 @@ int CopyMain(int argc, char** argv);       // filer/copy_main.cc
 int VolumeMain(int argc, char** argv);     // volume/volume_main.cc
 int MountMain(int argc, char** argv);      // mount/mount_main.cc
 int BenchmarkMain(int argc, char** argv);  // cmd/benchmark_main.cc
+int SecurityTokenMain(int argc, char** argv);  // cmd/security_token_main.cc
 int VersionMain(int argc, char** argv);    // cmd/version_main.cc
 
 }  // namespace kelp

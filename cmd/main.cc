@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cmd/commands.h"
+#include "cmd/mount_helper.h"
 
 namespace {
 
@@ -23,12 +24,13 @@ const Command kCommands[] = {
     {"benchmark", kelp::BenchmarkMain, "write then read n blobs against a cluster, weed-style"},
     {"filer.fsck", kelp::FsckMain, "check (and with -fix repair) the filer's metadata"},
     {"filer.copy", kelp::CopyMain, "copy a namespace between stores (RocksDB <-> PostgreSQL)"},
+    {"security.token", kelp::SecurityTokenMain, "print a token for the filer's HTTP API (docs/security.md)"},
     {"version", kelp::VersionMain, "print the version"},
 };
 
 void PrintUsage(FILE* out) {
   std::fprintf(out, "Kelp: a distributed filesystem.\n\nUsage: kelp <command> [flags]\n\nCommands:\n");
-  for (const auto& c : kCommands) std::fprintf(out, "  %-11s %s\n", c.name, c.summary);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.summary);
   std::fprintf(out, "\nRun 'kelp <command> -h' for the flags of a command.\n");
 }
 
@@ -39,6 +41,11 @@ int main(int argc, char** argv) {
   // (gRPC takes several per call) updated a global lock graph, a few % of the CPU of each RPC.
   // TSan and the lock annotations are how this project finds lock-order bugs.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // mount(8) runs /sbin/mount.kelp (a link to this binary) for `mount -t kelp` and fstab.
+  std::string_view prog = argv[0];
+  if (size_t slash = prog.rfind('/'); slash != std::string_view::npos)
+    prog.remove_prefix(slash + 1);
+  if (prog == "mount.kelp") return kelp::MountHelperMain(argc, argv);
   if (argc < 2) {
     PrintUsage(stderr);
     return 2;

@@ -6,8 +6,10 @@
 #include "filer/filer_main.h"
 #include "filer/server/filer_server.h"
 #include "filer/store/open_store.h"
+#include "shared/daemon.h"
 #include "shared/flags.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
 #include "shared/signals.h"
 #include "shared/strings.h"
 #include "volume/server/volume_server.h"
@@ -19,6 +21,7 @@ int ServerMain(int argc, char** argv) {
   std::string dir = "./kelpdata";
   std::string ip = "127.0.0.1";
   std::string log_level = "info";
+  std::string security_file;
   filer::FilerServerOptions f;
   volume::VolumeServer::Options v;
   v.port = 8080;
@@ -38,8 +41,14 @@ int ServerMain(int argc, char** argv) {
   flags.Add("volume.fileSizeLimitMB", &v.file_size_limit_mb, "largest blob accepted, in MiB");
   flags.Add("volumeSizeLimitMB", &f.volume_size_limit_mb, "a volume at or over this size takes no writes, in MiB");
   flags.Add("logLevel", &log_level, "debug, info, warn or error");
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   InitLogging(log_level);
+  // Both servers serve with their own [grpc.filer] / [grpc.volume]; the process dials with the filer's.
+  if (absl::Status s = security::InstallFromFile(security_file, security::kFilerComponent); !s.ok()) {
+    spdlog::error("kelp server: {}", s);
+    return 1;
+  }
 
   f.dir = (std::filesystem::path(dir) / "filer").string();
   f.ip = ip;
@@ -60,7 +69,10 @@ int ServerMain(int argc, char** argv) {
     filer_server.Stop();
     return 1;
   }
+  NotifyReady(StrCat("filer on ", f.ip, ":", filer_server.http_port(), ", volume server on ",
+                     volume_server.url()));
   int sig = WaitForTerminationSignal();
+  NotifyStopping();
   spdlog::info("kelp server: signal {}, stopping", sig);
   volume_server.Stop();
   filer_server.Stop();

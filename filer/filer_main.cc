@@ -2,9 +2,12 @@
 #include "cmd/commands.h"
 #include "filer/filer_main.h"
 #include "filer/server/filer_server.h"
+#include "shared/daemon.h"
 #include "shared/flags.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
 #include "shared/signals.h"
+#include "shared/strings.h"
 
 namespace kelp {
 
@@ -35,6 +38,7 @@ int FilerMain(int argc, char** argv) {
   BlockTerminationSignals();
   filer::FilerServerOptions opts;
   std::string log_level = "info";
+  std::string security_file;
   FlagSet flags("filer", "kelp filer [flags]",
                 "Runs the filer: the namespace in RocksDB (or PostgreSQL, shared by several filers: -store=postgres),\n"
                 "cluster coordination (volume servers heartbeat to it, or to the coordinator among the filers\n"
@@ -42,15 +46,23 @@ int FilerMain(int argc, char** argv) {
   flags.Add("ip", &opts.ip, "address to bind");
   AddFilerFlags(flags, opts, "");
   flags.Add("logLevel", &log_level, "debug, info, warn or error");
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   InitLogging(log_level);
+  if (absl::Status s = security::InstallFromFile(security_file, security::kFilerComponent); !s.ok()) {
+    spdlog::error("kelp filer: {}", s);
+    return 1;
+  }
 
   filer::FilerServer server(opts);
   if (absl::Status s = server.Start(); !s.ok()) {
     spdlog::error("kelp filer: {}", s);
     return 1;
   }
+  NotifyReady(
+      StrCat("serving on ", opts.ip, ":", server.http_port(), " (gRPC ", server.grpc_port(), ")"));
   int sig = WaitForTerminationSignal();
+  NotifyStopping();
   spdlog::info("kelp filer: signal {}, stopping", sig);
   server.Stop();
   return 0;

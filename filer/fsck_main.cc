@@ -8,23 +8,10 @@
 #include "filer/fsck/fsck.h"
 #include "shared/flags.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
+#include "shared/strings.h"
 
 namespace kelp {
-namespace {
-
-std::vector<std::string> SplitList(std::string_view s) {
-  std::vector<std::string> out;
-  while (!s.empty()) {
-    size_t comma = s.find(',');
-    std::string_view item = s.substr(0, comma);
-    if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
-}  // namespace
 
 int FsckMain(int argc, char** argv) {
   filer::FsckOptions o;
@@ -47,6 +34,8 @@ int FsckMain(int argc, char** argv) {
             "volume servers to check chunk blobs against, comma-separated host:port (HTTP port; gRPC is "
             "port+10000, or say host:port.grpcPort)");
   flags.Add("v", &o.verbose, "verbose: progress lines too");
+  std::string security_file;
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   if (!flags.args().empty()) {
     std::fprintf(stderr, "kelp filer.fsck: unexpected argument \"%s\" (see 'kelp filer.fsck -h')\n",
@@ -57,8 +46,16 @@ int FsckMain(int argc, char** argv) {
     std::fprintf(stderr, "kelp filer.fsck: -dir is required (see 'kelp filer.fsck -h')\n");
     return filer::kFsckUsage;
   }
-  o.volume_servers = SplitList(volumes);
+  for (std::string_view v : SplitSkipEmpty(volumes, ',')) o.volume_servers.emplace_back(v);
+  // Progress on stderr, so stdout keeps only problems and the summary.
+  o.progress = [](std::string_view line) {
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(line.size()), line.data());
+  };
   InitLogging("warn");
+  if (absl::Status s = security::InstallFromFile(security_file, security::kClientComponent); !s.ok()) {
+    std::fprintf(stderr, "kelp filer.fsck: %s\n", std::string(s.message()).c_str());
+    return filer::kFsckUsage;
+  }
   return filer::RunFsck(o, [](std::string_view line) {
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fputc('\n', stdout);

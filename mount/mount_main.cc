@@ -8,20 +8,21 @@
 #include <memory>
 
 #include "cmd/commands.h"
-#include "mount/cache_hook.h"
-#include "mount/client/grpc_meta_client.h"
-#include "mount/client/sync_tracking_meta_client.h"
-#include "mount/client/volume_blob_store.h"
+#include "filer/client/filer_client.h"
+#include "volume/client/blob_client.h"
+#include "volume/client/volume_client.h"
+#include "mount/cache/cache_flags.h"
+#include "mount/cache/tiered_cache.h"
 #include "mount/core/filesystem.h"
 #include "mount/fuse/fuse_server.h"
 #include "mount/mount_options.h"
 #include "mount/mount_status.h"
+#include "shared/daemon.h"
 #include "shared/flags.h"
-#include "shared/grpc_status.h"
-#include "shared/http/http_client.h"
 #include "shared/log.h"
 #include "shared/signals.h"
 #include "shared/strings.h"
+#include "shared/security/security.h"
 
 namespace kelp {
 
@@ -29,36 +30,48 @@ int MountMain(int argc, char** argv) {
   BlockTerminationSignals();
   mount::MountOptions opts;
   FlagSet flags("mount", "kelp mount -dir=/mnt/kelp [flags]",
-                "Mounts the filer's namespace at -dir with FUSE. Runs in the foreground; SIGINT/SIGTERM flush\n"
-                "everything dirty and unmount. A mount whose process died is recovered with: fusermount3 -uz DIR");
+                "Mounts the filer's namespace at -dir with FUSE. Runs in the foreground (with -daemon, in the\n"
+                "background once the mount is live: what mount.kelp, for `mount -t kelp` and fstab, does);\n"
+                "SIGINT/SIGTERM flush everything dirty and unmount, so does umount. A mount whose process died\n"
+                "is recovered with: fusermount3 -uz DIR");
   mount::AddMountFlags(flags, opts);
-  std::unique_ptr<mount::CacheHook> cache_hook = mount::NewCacheHook();
-  cache_hook->RegisterFlags(&flags);
+  DaemonOptions daemon;
+  AddDaemonFlags(flags, daemon);
+  mount::cache::CacheFlags cache_flags;
+  cache_flags.Register(&flags);
+  std::string security_file;
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   InitLogging(opts.debug ? "debug" : "info");
   auto fail = [](const absl::Status& s) {
     std::fprintf(stderr, "kelp mount: %s\n", std::string(s.message()).c_str());
     return 1;
   };
+  if (absl::Status s = security::InstallFromFile(security_file, security::kClientComponent); !s.ok()) return fail(s);
   if (absl::Status s = mount::ValidateMountOptions(opts); !s.ok()) return fail(s);
-
-  std::string grpc_addr = GrpcAddressOf(opts.filer);
-  mount::GrpcMetaClient grpc_meta(grpc_addr, opts.rpc_timeout_ms);
-  if (absl::Status s = grpc_meta.WaitConnected(opts.connect_timeout_ms); !s.ok()) {
-    return fail(absl::UnavailableError(
-        kelp::StrCat("cannot reach the filer at ", opts.filer, " (gRPC ", grpc_addr, ") within ",
-                     opts.connect_timeout_ms, " ms; is `kelp filer` or `kelp server` running?")));
+  // Before any thread exists; the caller returns once NotifyReady below runs (mount.kelp).
+  if (daemon.daemon) {
+    if (absl::Status s = Daemonize(daemon); !s.ok()) return fail(s);
   }
-  // Every call goes through the tracker, so an fsync with nothing owed skips the WAL sync.
-  mount::SyncTrackingMetaClient meta(&grpc_meta);
-  http::HttpClient::Options ho;
-  ho.connect_timeout_ms = 3000;
-  ho.io_timeout_ms = 60000;
-  http::HttpClient http(ho);
-  mount::VolumeBlobStore::Options bo;
+
+  filer::FilerClientOptions fco;
+  fco.rpc_timeout = std::chrono::milliseconds(opts.rpc_timeout_ms);
+  fco.connect_timeout = std::chrono::milliseconds(opts.connect_timeout_ms);
+  fco.metrics_label = "mount";
+  filer::FilerClient meta(opts.filer, fco);
+  if (absl::Status s = meta.Connect(std::chrono::milliseconds(opts.connect_timeout_ms)); !s.ok()) return fail(s);
+  volume::VolumeClient::Options vo;
+  vo.connect_timeout_ms = std::min(3000, opts.connect_timeout_ms);
+  vo.io_timeout_ms = opts.rpc_timeout_ms;  // a frozen volume server: EIO after -rpcTimeoutMs
+  volume::VolumeClient volumes(vo);
+  volume::BlobClient::Options bo;
   bo.replication = opts.replication;
   bo.collection = opts.collection;
-  mount::VolumeBlobStore blobs(&meta, &http, bo);
+  bo.metric_prefix = "kelp_mount_blob";
+  volume::BlobClient blobs(
+      volume::Coordinator{[&meta](const cluster::AssignRequest& r) { return meta.Assign(r); },
+                          [&meta](const cluster::LookupVolumeRequest& r) { return meta.LookupVolume(r); }, nullptr},
+      &volumes, bo);
 
   mount::FsOptions fo;
   fo.filer_path = opts.filer_path;
@@ -71,12 +84,19 @@ int MountMain(int argc, char** argv) {
   fo.concurrent_writers = opts.concurrent_writers;
   fo.read_ahead = opts.read_ahead_mb << 20;
   fo.client_name = kelp::StrCat("kelp mount ", opts.dir, " pid ", getpid());
-  auto cache = cache_hook->Open(opts.chunk_size());
+  // No -cacheDir: a directory of this mount's own (several mounts, each with a disk cache).
+  if (cache_flags.dir.empty()) cache_flags.dir = mount::DefaultCacheDir(opts);
+  auto cache_opts = cache_flags.ToOptions(opts.chunk_size());
+  if (!cache_opts.ok()) {
+    std::fprintf(stderr, "kelp mount: %s\n", std::string(cache_opts.status().message()).c_str());
+    return 2;
+  }
+  auto cache = mount::cache::TieredCache::Open(std::move(*cache_opts));
   if (!cache.ok()) {
     std::fprintf(stderr, "kelp mount: %s\n", std::string(cache.status().message()).c_str());
     return 2;
   }
-  mount::Filesystem fs(&meta, &blobs, *cache, fo);
+  mount::Filesystem fs(&meta, &blobs, (*cache)->enabled() ? cache->get() : nullptr, fo);
   if (absl::Status s = fs.Start(); !s.ok()) return fail(s);
 
   mount::fuse::FuseOptions uo;
@@ -106,22 +126,25 @@ int MountMain(int argc, char** argv) {
     }
   }
   spdlog::info("kelp mount: {} mounted at {} (filer {})", opts.filer_path, opts.dir, opts.filer);
+  NotifyReady(kelp::StrCat("mounted ", opts.filer, opts.filer_path, " at ", opts.dir));
 
   int sig = WaitForTerminationSignal();
+  NotifyStopping();
   int rc = 0;
   if (!external_unmount) {
     spdlog::info("kelp mount: signal {}, flushing and unmounting {}", sig, opts.dir);
-    if (absl::Status s = fs.FlushAll(); !s.ok()) {
-      spdlog::error("kelp mount: flush before unmount failed: {}", s);
-      rc = 1;
-    }
   } else {
-    spdlog::info("kelp mount: {} was unmounted", opts.dir);
+    spdlog::info("kelp mount: {} was unmounted (umount), flushing", opts.dir);
+  }
+  // Also after an external umount: whatever is still dirty is uploaded and committed.
+  if (absl::Status s = fs.FlushAll(); !s.ok()) {
+    spdlog::error("kelp mount: flush before unmount failed: {}", s);
+    rc = 1;
   }
   server.Unmount();
   status.Stop();
   fs.Stop();
-  cache_hook->Close();
+  (*cache)->Close();
   spdlog::info("kelp mount: stopped");
   return rc;
 }

@@ -2,10 +2,14 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
+#include "shared/hash.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -19,7 +23,7 @@ uint32_t MountOptions::umask_bits() const {
 
 void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("dir", &o.dir, "mount point (required): an existing empty directory");
-  flags.Add("filer", &o.filer, "filer HTTP host:port (gRPC on port + 10000)");
+  flags.Add("filer", &o.filer, "filer HTTP host:port (metadata calls use the same port)");
   flags.Add("filer.path", &o.filer_path, "directory of the filer shown as the mount's root");
   flags.Add("chunkSizeLimitMB", &o.chunk_size_limit_mb,
             "dirty data is buffered and uploaded in chunks of this size, in MiB");
@@ -33,8 +37,8 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("umask", &o.umask, "octal bits cleared from the mode of new files and directories");
   flags.Add("dirAutoCreate", &o.dir_auto_create, "create -dir if it does not exist");
   flags.Add("nonempty", &o.nonempty, "mount over a non-empty -dir");
-  flags.Add("attrTimeout", &o.attr_timeout, "attribute cache time, in seconds");
-  flags.Add("entryTimeout", &o.entry_timeout, "name cache time (also for missing names), in seconds");
+  flags.Add("attrTimeout", &o.attr_timeout, "attribute cache time, in seconds (the filer's events invalidate sooner)");
+  flags.Add("entryTimeout", &o.entry_timeout, "name cache time (also for missing names), in seconds (events invalidate sooner)");
   flags.Add("writebackCache", &o.writeback_cache, "FUSE writeback cache: the kernel gathers small writes");
   flags.Add("maxThreads", &o.max_threads, "FUSE worker threads at most");
   flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");
@@ -110,6 +114,26 @@ absl::Status ValidateMountOptions(MountOptions& o) {
     }
   }
   return absl::OkStatus();
+}
+
+std::string DefaultCacheDir(const MountOptions& o) {
+  std::string mount_point = o.dir;
+  if (char* real = realpath(o.dir.c_str(), nullptr)) {
+    mount_point = real;
+    free(real);
+  }
+  std::string filer_path = o.filer_path;
+  while (filer_path.size() > 1 && filer_path.back() == '/') filer_path.pop_back();
+  // NUL separators: no two different tuples hash the same text.
+  std::string key =
+      kelp::StrCat(o.filer, std::string_view("\0", 1), filer_path, std::string_view("\0", 1),
+                   mount_point, std::string_view("\0", 1), static_cast<uint64_t>(getuid()));
+  char id[17];
+  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(kelp::Hash64(key)));
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp";
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  return kelp::StrCat(base, "/kelp-cache-", id);
 }
 
 }  // namespace kelp::mount

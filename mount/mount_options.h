@@ -16,14 +16,14 @@ namespace kelp::mount {
 struct MountOptions {
   // Mount point. Must exist and be an empty directory unless nonempty. Required.
   std::string dir;
-  // Filer to mount, HTTP host:port (gRPC is port + 10000). Default: localhost:8888.
+  // Filer to mount, HTTP host:port (metadata calls go to the same port). Default: localhost:8888.
   std::string filer = "localhost:8888";
   // Directory of the filer shown as the mount's root. Default: "/".
   std::string filer_path = "/";
   // Dirty data of a file is buffered and uploaded in chunks of this size, in MiB. Default: 4.
   uint64_t chunk_size_limit_mb = 4;
   // The read cache's flags (-cacheCapacityMB, -cacheDir, ...) belong to the cache:
-  // mount/cache_hook.h registers them.
+  // mount/cache/cache_flags.h registers them.
   // Chunk uploads running at once (background and flush). Default: 8.
   int concurrent_writers = 8;
   // Bound on dirty (not yet uploaded) data in memory, in MiB. Writers block while it is
@@ -44,11 +44,12 @@ struct MountOptions {
   bool dir_auto_create = false;
   // Mount even if -dir is not empty. Default: false.
   bool nonempty = false;
-  // How long the kernel (and the mount) cache attributes, in seconds. Default: 1.
-  double attr_timeout = 1.0;
+  // How long the kernel (and the mount) cache attributes, in seconds. The filer's event
+  // stream invalidates them as soon as another client changes them. Default: 30.
+  double attr_timeout = 30.0;
   // How long the kernel (and the mount) cache names, including negative lookups, in seconds.
-  // Default: 1.
-  double entry_timeout = 1.0;
+  // The event stream invalidates them as for attributes. Default: 30.
+  double entry_timeout = 30.0;
   // FUSE writeback cache (the kernel gathers writes). Default: false.
   bool writeback_cache = false;
   // FUSE worker threads at most. Default: 16.
@@ -74,5 +75,12 @@ void AddMountFlags(FlagSet& flags, MountOptions& opts);
 // Checks values that parse but make no sense, and the mount point (exists, a directory,
 // empty unless nonempty; created when dir_auto_create). One-line errors.
 absl::Status ValidateMountOptions(MountOptions& opts);
+
+// The -cacheDir of a mount that names none: <$TMPDIR or /tmp>/kelp-cache-<16 hex digits>, the
+// digits a hash of the filer, -filer.path, the mount point's absolute path and the user (as
+// SeaweedFS keys its cache directory), so every mount on a machine gets a disk cache of its own
+// and a remount of the same thing finds its cache again. Call after ValidateMountOptions (the
+// mount point exists then).
+std::string DefaultCacheDir(const MountOptions& opts);
 
 }  // namespace kelp::mount

@@ -10,7 +10,18 @@ PACKAGES=(
   libxxhash-dev libfmt-dev libspdlog-dev libboost-dev catch2 nlohmann-json3-dev
   libfuse3-dev fuse3 curl attr psmisc procps python3
   libpq-dev postgresql-15
+  libssl-dev libjwt-dev libtomlplusplus-dev
+  clang-14 libclang-rt-14-dev
+  # bench/compare.sh -quick (CI) and its report: workloads, nginx + ab, charts, fsync probe
+  sysbench fio nginx-light apache2-utils gnuplot-nox strace iproute2
+  # the web UI test: Debian's Chromium, driven by playwright-core (npm) under Node.js
+  chromium chromium-driver
+  # the Debian package: dpkg-shlibdeps; packaging/test-deb.sh: debootstrap
+  dpkg-dev debootstrap
 )
+# Node.js and npm for the UI test, from Debian when the machine has none of its own.
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -33,6 +44,13 @@ export DEBIAN_FRONTEND=noninteractive
 if [[ " ${missing[*]} " == *" postgresql-15 "* ]] && [ ! -e /etc/postgresql-common/createcluster.conf ]; then
   $SUDO mkdir -p /etc/postgresql-common
   echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
+fi
+# Packages such as nginx would start their service on a machine without systemd: nothing is
+# started by this install (invoke-rc.d asks policy-rc.d; 101 = not allowed).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod 755 /usr/sbin/policy-rc.d
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -12,6 +12,7 @@ namespace kelp {
 namespace {
 
 constexpr char kErrnoPayload[] = "kelp.errno";
+constexpr char kHttpPayload[] = "kelp.http";
 
 absl::StatusCode CodeOfErrno(int err) {
   switch (err) {
@@ -75,6 +76,20 @@ absl::Status PosixError(int err, std::string_view message) {
   return s;
 }
 
+absl::Status StatusWithErrno(absl::StatusCode code, int err, std::string_view message) {
+  absl::Status s(code, std::string(message));
+  if (err > 0 && !s.ok()) s.SetPayload(kErrnoPayload, absl::Cord(std::to_string(err)));
+  return s;
+}
+
+int CarriedErrno(const absl::Status& status) {
+  if (auto p = status.GetPayload(kErrnoPayload)) {
+    int err = 0;
+    if (kelp::ParseInt(std::string(*p), &err) && err > 0) return err;
+  }
+  return 0;
+}
+
 int ErrnoOf(const absl::Status& status) {
   if (status.ok()) return 0;
   if (auto p = status.GetPayload(kErrnoPayload)) {
@@ -84,7 +99,18 @@ int ErrnoOf(const absl::Status& status) {
   return ErrnoOfCode(status.code());
 }
 
+absl::Status WithHttpStatus(absl::Status status, int http_status) {
+  status.SetPayload(kHttpPayload, absl::Cord(std::to_string(http_status)));
+  return status;
+}
+
 int HttpStatusOf(const absl::Status& status) {
+  if (status.ok()) return 200;
+  if (auto p = status.GetPayload(kHttpPayload)) {
+    int code = 0;
+    if (kelp::ParseInt(std::string(*p), &code) && code >= 400 && code < 600) return code;
+  }
+  if (status.code() == absl::StatusCode::kUnauthenticated) return 401;
   switch (ErrnoOf(status)) {
     case 0: return 200;
     case ENOSPC:

@@ -14,12 +14,24 @@ namespace kelp {
 // and which remembers err itself.
 absl::Status PosixError(int err, std::string_view message);
 
+// A status with this code that carries err (0 = none) whatever the code: how a status that
+// crossed a wire (gRPC, shared/rpc) is rebuilt exactly.
+absl::Status StatusWithErrno(absl::StatusCode code, int err, std::string_view message);
+
+// The errno a status carries explicitly (PosixError, StatusWithErrno); 0 when it has none.
+int CarriedErrno(const absl::Status& status);
+
 // The errno a status stands for: its payload if it has one, else one derived from its code.
 // OK -> 0.
 int ErrnoOf(const absl::Status& status);
 
-// The HTTP status code for a non-OK status (404, 409, 400, 507...). OK -> 200.
+// The HTTP status code for a non-OK status (404, 409, 400, 401, 507...). OK -> 200.
 int HttpStatusOf(const absl::Status& status);
+
+// status, answered over HTTP with http_status whatever its code says: for faults whose
+// class (the client's 4xx or the server's 5xx) the code alone does not tell, e.g. a timeout
+// waiting for a client's request body (408, where DEADLINE_EXCEEDED alone would be 504).
+absl::Status WithHttpStatus(absl::Status status, int http_status);
 
 // A status for the current errno with a context prefix: ErrnoStatus("open " + path).
 absl::Status ErrnoStatus(std::string_view context);

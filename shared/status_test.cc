@@ -57,3 +57,13 @@ TEST_CASE("grpc address derives port + 10000") {
   CHECK(kelp::GrpcAddressOf("localhost:8888") == "127.0.0.1:18888");
   CHECK(kelp::GrpcAddressOf("10.0.0.1:8080", 9999) == "10.0.0.1:9999");
 }
+
+TEST_CASE("HTTP status of tokens and of faults whose class the code does not tell") {
+  CHECK(kelp::HttpStatusOf(absl::UnauthenticatedError("no token")) == 401);
+  CHECK(kelp::HttpStatusOf(absl::DeadlineExceededError("")) == 504);
+  CHECK(kelp::HttpStatusOf(kelp::WithHttpStatus(absl::DeadlineExceededError("client too slow"), 408)) == 408);
+  absl::Status s = kelp::WithHttpStatus(kelp::PosixError(ECONNRESET, "reset"), 400);
+  CHECK(kelp::HttpStatusOf(s) == 400);
+  CHECK(kelp::ErrnoOf(s) == ECONNRESET);  // the errno is kept
+  CHECK(kelp::HttpStatusOf(kelp::WithHttpStatus(absl::InternalError(""), 99)) == 500);  // not an error code
+}

@@ -14,4 +14,16 @@ bool ParseDouble(std::string_view s, double* out) {
   return true;
 }
 
+std::vector<std::string_view> SplitSkipEmpty(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  while (!s.empty()) {
+    size_t at = s.find(sep);
+    std::string_view piece = s.substr(0, at);
+    if (!piece.empty()) out.push_back(piece);
+    if (at == std::string_view::npos) break;
+    s.remove_prefix(at + 1);
+  }
+  return out;
+}
+
 }  // namespace kelp

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -57,6 +58,9 @@ bool ParseInt(std::string_view s, T* out, int base = 10) {
 }
 
 bool ParseDouble(std::string_view s, double* out);
+
+// The non-empty pieces of s between sep characters: "a,,b," -> {"a", "b"}. They point into s.
+std::vector<std::string_view> SplitSkipEmpty(std::string_view s, char sep);
 
 inline std::string_view ToStd(absl::string_view s) { return {s.data(), s.size()}; }
 

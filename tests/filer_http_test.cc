@@ -42,16 +42,7 @@ class FilerCluster {
                             tmp_.Sub("vol.log"));
     REQUIRE(v.ok());
     volume_ = std::move(*v);
-    REQUIRE(WaitFor(
-        [&] {
-          json s = Status();
-          if (!s.contains("topology")) return false;
-          for (const auto& srv : s["topology"]["servers"]) {
-            if (srv["alive"].get<bool>()) return true;
-          }
-          return false;
-        },
-        std::chrono::seconds(20)));
+    REQUIRE(WaitForLiveVolume(filer(), std::chrono::seconds(20)));
   }
   ~FilerCluster() {
     volume_->Stop();

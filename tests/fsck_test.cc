@@ -56,7 +56,6 @@ class FilerAndVolume {
   }
 
   std::string filer() const { return StrCat("127.0.0.1:", filer_port_); }
-  std::string filer_grpc() const { return StrCat("127.0.0.1:", filer_port_ + 10000); }
   std::string volume() const { return StrCat("127.0.0.1:", volume_port_); }
   std::string volume_grpc() const { return StrCat("127.0.0.1:", volume_port_ + 10000); }
   std::string filer_dir() const { return tmp_.Sub("filer"); }
@@ -77,18 +76,7 @@ class FilerAndVolume {
     if (!r.ok() || r->status != 200) return json::object();
     return json::parse(r->body, nullptr, false);
   }
-  void WaitVolumeAlive() {
-    REQUIRE(WaitFor(
-        [&] {
-          json s = Status();
-          if (!s.contains("topology")) return false;
-          for (const auto& srv : s["topology"]["servers"]) {
-            if (srv["alive"].get<bool>()) return true;
-          }
-          return false;
-        },
-        std::chrono::seconds(20)));
-  }
+  void WaitVolumeAlive() { REQUIRE(WaitForLiveVolume(filer(), std::chrono::seconds(20))); }
 
   struct Fsck {
     int code = -1;
@@ -156,7 +144,7 @@ absl::StatusOr<uint64_t> WriteFile(FilerClient& f, VolumeClient& v, uint64_t par
 std::unique_ptr<FilerClient> Client(const FilerAndVolume& c) {
   filer::FilerClientOptions o;
   o.rpc_timeout = std::chrono::seconds(5);
-  return FilerClient::Connect(c.filer_grpc(), o);
+  return std::make_unique<FilerClient>(c.filer(), o);
 }
 
 }  // namespace

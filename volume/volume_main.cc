@@ -2,8 +2,10 @@
 #include <cstdio>
 
 #include "cmd/commands.h"
+#include "shared/daemon.h"
 #include "shared/flags.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
 #include "shared/signals.h"
 #include "shared/strings.h"
 #include "volume/server/volume_server.h"
@@ -15,6 +17,7 @@ int VolumeMain(int argc, char** argv) {
   volume::VolumeServer::Options o;
   std::string index = "memory";
   std::string log_level = "info";
+  std::string security_file;
   FlagSet flags(
       "volume", "kelp volume -dir=DIR [flags]",
       "Runs a volume server: blobs in append-only volumes, HTTP data plane, gRPC control plane,\n"
@@ -50,6 +53,7 @@ int VolumeMain(int argc, char** argv) {
             "HTTP worker threads for large, fsync and replicated requests");
   flags.Add("index", &index, "needle index kind; only \"memory\" (a compact in-memory map) exists");
   flags.Add("logLevel", &log_level, "debug, info, warn or error");
+  security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   if (index != "memory") {
     std::fprintf(stderr, "kelp volume: -index=%s is not supported (only \"memory\")\n",
@@ -62,13 +66,19 @@ int VolumeMain(int argc, char** argv) {
     return 2;
   }
   InitLogging(log_level);
+  if (absl::Status s = security::InstallFromFile(security_file, security::kVolumeComponent); !s.ok()) {
+    spdlog::error("kelp volume: {}", s);
+    return 1;
+  }
 
   volume::VolumeServer server(o);
   if (absl::Status s = server.Start(); !s.ok()) {
     spdlog::error("kelp volume: {}", s);
     return 1;
   }
+  NotifyReady(StrCat("serving on ", server.url()));
   int sig = WaitForTerminationSignal();
+  NotifyStopping();
   spdlog::info("kelp volume: signal {}, stopping", sig);
   server.Stop();
   return 0;

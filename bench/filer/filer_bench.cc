@@ -1,14 +1,14 @@
-// filer_bench: metadata scale check of the filer core and its gRPC API on RocksDB.
+// filer_bench: metadata scale check of the filer core and its RPC API on RocksDB.
 //
-//   filer_bench -dir=/tmp/kelp-bench -entries=1000000 -threads=4 -grpcClients=16 -grpcEntries=100000
+//   filer_bench -dir=/tmp/kelp-bench -entries=1000000 -threads=4 -rpcClients=16 -rpcEntries=100000
 //
 // Phases (each reports a rate):
 //   1. create `entries` files in one directory through FilerService (threads in parallel);
 //   2. look up `lookups` random names among them;
 //   3. list the directory with ReadDir (core), tracking the process's resident memory, then
-//      list it again through gRPC (in-process server on 127.0.0.1:0 + FilerClient);
-//   4. creates and lookups through gRPC from `grpcClients` concurrent clients into a second
-//      directory (`grpcEntries` files in all).
+//      list it again through the metadata RPC transport (in-process server on 127.0.0.1:0 + FilerClient);
+//   4. creates and lookups through the metadata RPC transport from `rpcClients` concurrent clients into a second
+//      directory (`rpcEntries` files in all).
 // Not a CI test: run by hand, figures go to bench/RESULTS.md.
 #include <sys/stat.h>
 
@@ -22,11 +22,10 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
 
 #include "filer/client/filer_client.h"
 #include "filer/core/filer_service.h"
-#include "filer/grpc/filer_grpc_service.h"
+#include "filer/rpc/filer_rpc_service.h"
 #include "filer/store/kv_store.h"
 #include "shared/flags.h"
 #include "shared/log.h"
@@ -88,15 +87,15 @@ int main(int argc, char** argv) {
   uint64_t entries = 1'000'000;
   uint64_t lookups = 200'000;
   int threads = 2;
-  int grpc_clients = 16;
-  uint64_t grpc_entries = 100'000;
+  int rpc_clients = 16;
+  uint64_t rpc_entries = 100'000;
   kelp::FlagSet flags("filer_bench", "filer_bench [flags]", "Filer metadata scale check.");
   flags.Add("dir", &dir, "RocksDB directory (wiped first)");
   flags.Add("entries", &entries, "files created in one directory through the core");
   flags.Add("lookups", &lookups, "random lookups among them");
   flags.Add("threads", &threads, "core threads creating and looking up");
-  flags.Add("grpcClients", &grpc_clients, "concurrent gRPC clients in phase 4");
-  flags.Add("grpcEntries", &grpc_entries, "files created through gRPC in phase 4");
+  flags.Add("rpcClients", &rpc_clients, "concurrent RPC clients in phase 4");
+  flags.Add("rpcEntries", &rpc_entries, "files created through the metadata RPC transport in phase 4");
   flags.ParseOrExit(argc - 1, argv + 1);
   kelp::InitLogging("warn");
 
@@ -158,33 +157,31 @@ int main(int argc, char** argv) {
                 pass, listed, t, listed / t, rss0, peak, peak - rss0, s.ok() ? "" : s.ToString().c_str());
   }
 
-  FilerGrpcService svc(&fs);
-  int port = 0;
-  grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  b.RegisterService(&svc);
-  auto server = b.BuildAndStart();
-  auto client = FilerClient::Connect("127.0.0.1:" + std::to_string(port));
+  FilerRpcService svc(&fs);
+  kelp::rpc::Server server(kelp::rpc::Server::Options{}, svc.service());
+  if (!server.Start().ok()) return 1;
+  int port = *server.Listen("127.0.0.1", 0);
+  auto client = std::make_unique<FilerClient>("127.0.0.1:" + std::to_string(port));
   rss0 = RssKiB();
   peak = rss0;
   listed = 0;
   auto start = Steady::now();
-  s = client->ReadDir(big, 0, 0, true, [&](const DirEntry&) {
+  s = client->ReadDir(big, 0, 0, true, [&](DirEntry&&) {
     if (++listed % 10000 == 0) peak = std::max(peak, RssKiB());
     return true;
   });
   t = Seconds(start);
-  std::printf("grpc readdir+attrs: %lu entries in %.2f s (%.0f entries/s), RSS (server+client) %ld -> peak %ld KiB (+%ld KiB) %s\n",
+  std::printf("rpc readdir+attrs: %lu entries in %.2f s (%.0f entries/s), RSS (server+client) %ld -> peak %ld KiB (+%ld KiB) %s\n",
               listed, t, listed / t, rss0, peak, peak - rss0, s.ok() ? "" : s.ToString().c_str());
 
-  mk.name = "grpc";
+  mk.name = "rpc";
   uint64_t gdir = fs.Create(mk)->ino();
   std::vector<std::unique_ptr<FilerClient>> clients;
-  for (int i = 0; i < grpc_clients; ++i) {
-    clients.push_back(FilerClient::Connect("127.0.0.1:" + std::to_string(port)));
+  for (int i = 0; i < rpc_clients; ++i) {
+    clients.push_back(std::make_unique<FilerClient>("127.0.0.1:" + std::to_string(port)));
   }
   errors = 0;
-  t = Parallel(grpc_clients, grpc_entries, [&](int c, uint64_t i) {
+  t = Parallel(rpc_clients, rpc_entries, [&](int c, uint64_t i) {
     CreateRequest r;
     r.set_parent(gdir);
     r.set_name(Name(i));
@@ -192,16 +189,16 @@ int main(int argc, char** argv) {
     r.set_exclusive(true);
     if (!clients[c]->Create(r).ok()) ++errors;
   });
-  std::printf("grpc create: %lu files in one directory, %d clients: %.1f s, %.0f creates/s (%lu errors)\n",
-              grpc_entries, grpc_clients, t, grpc_entries / t, errors.load());
-  t = Parallel(grpc_clients, grpc_entries, [&](int c, uint64_t i) {
+  std::printf("rpc create: %lu files in one directory, %d clients: %.1f s, %.0f creates/s (%lu errors)\n",
+              rpc_entries, rpc_clients, t, rpc_entries / t, errors.load());
+  t = Parallel(rpc_clients, rpc_entries, [&](int c, uint64_t i) {
     if (!clients[c]->Lookup(gdir, Name(i)).ok()) ++errors;
   });
-  std::printf("grpc lookup: %lu lookups, %d clients: %.1f s, %.0f lookups/s (%lu errors)\n",
-              grpc_entries, grpc_clients, t, grpc_entries / t, errors.load());
+  std::printf("rpc lookup: %lu lookups, %d clients: %.1f s, %.0f lookups/s (%lu errors)\n",
+              rpc_entries, rpc_clients, t, rpc_entries / t, errors.load());
 
   svc.Shutdown();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  server.Stop();
   fs.Stop();
   std::printf("store size: %.1f MiB\n", (*kv)->ApproximateSize() / 1048576.0);
   return 0;

@@ -8,7 +8,7 @@
 #         read goes through the FUSE daemon, which reads kelp's cache files or bindfs's file
 #         from the page cache.
 # Job: psync, bs=4k, NUMJOBS jobs x iodepth 1 on the same file, RUNTIME seconds, as workload b
-# of /work/shared/bench. Prints one line per run: IOPS, MiB/s, mean and p99 latency, load.
+# of ../shared/bench. Prints one line per run: IOPS, MiB/s, mean and p99 latency, load.
 #
 #   SIZE=1G  RUNTIME=20  NUMJOBS=4  CACHE_MB=2000  MOUNT_FLAGS="" (extra kelp mount flags)
 #   KELP  KB_DIR  KB_KEEP (see bench/lib/kelp_bench.sh)

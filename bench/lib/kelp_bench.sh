@@ -146,7 +146,7 @@ kb_unmount() {
   return 0
 }
 
-# kb_bindfs SRC MNT: bindfs of the local directory SRC at MNT (as /work/shared/bench's
+# kb_bindfs SRC MNT: bindfs of the local directory SRC at MNT (as ../shared/bench's
 # "bindfs" peer: defaults, single-threaded), undone at exit like kelp's mounts.
 kb_bindfs() {
   local i

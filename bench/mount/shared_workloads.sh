@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Runs /work/shared/bench/run-workloads.sh (the peer comparison harness: MooseFS, GlusterFS,
-# bindfs, local disk; reference figures in /work/shared/bench/reference/) on a kelp mount with
+# Runs ../shared/bench/run-workloads.sh (the peer comparison harness: MooseFS, GlusterFS,
+# bindfs, local disk; reference figures in ../shared/bench/reference/) on a kelp mount with
 # its defaults, counting the CPU of `kelp server` and `kelp mount` (FS_PIDS).
 #
-#   SHARED_BENCH=/work/shared/bench  WORKLOADS="a b c d e"  RESULTS_DIR=$KB_DIR/results
+#   SHARED_BENCH=<repo>/../shared/bench  WORKLOADS="a b c d e"  RESULTS_DIR=$KB_DIR/results
 #   LABEL=kelp  MOUNT_FLAGS=""  KELP  KB_DIR  KB_KEEP (results are kept by copying RESULTS_DIR)
 set -u
 # shellcheck source=bench/lib/kelp_bench.sh
 source "$(dirname "$0")/../lib/kelp_bench.sh"
-SHARED_BENCH=${SHARED_BENCH:-/work/shared/bench}
+SHARED_BENCH=${SHARED_BENCH:-$KB_ROOT/../shared/bench}
 LABEL=${LABEL:-kelp}
 MOUNT_FLAGS=${MOUNT_FLAGS:-}
 export WORKLOADS=${WORKLOADS:-"a b c d e"}

@@ -1,150 +1,233 @@
 #include "filer/client/filer_client.h"
 
-#include <sys/stat.h>
-
-#include "shared/grpc_status.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
+#include "shared/status.h"
+#include "shared/strings.h"
 
 namespace kelp::filer {
+namespace {
 
-FilerClient::FilerClient(std::shared_ptr<grpc::Channel> channel, FilerClientOptions options)
-    : channel_(std::move(channel)), stub_(Filer::NewStub(channel_)), opts_(options) {}
+constexpr const char* kMethodNames[] = {
+    "",          "Lookup",      "GetAttr",      "ReadDir",     "Create",      "Symlink",  "Link",
+    "Unlink",    "Rmdir",       "Rename",       "SetAttr",     "GetXattr",    "SetXattr", "ListXattr",
+    "RemoveXattr", "StatFs",    "GetChunks",    "CommitChunks", "WriteInline", "Fsync",   "OpenSession",
+    "KeepAlive", "Open",        "Release",      "Assign",      "LookupVolume", "Subscribe", "ResolvePath"};
+constexpr size_t kMethods = sizeof(kMethodNames) / sizeof(kMethodNames[0]);
 
-std::unique_ptr<FilerClient> FilerClient::Connect(const std::string& grpc_address,
-                                                  FilerClientOptions options) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options.max_receive_bytes);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
-  auto channel =
-      grpc::CreateCustomChannel(grpc_address, grpc::InsecureChannelCredentials(), args);
-  return std::make_unique<FilerClient>(std::move(channel), options);
+// A secured filer takes the metadata transport only with a token of its write key
+// (docs/security.md): signed here when this process's security.toml holds it.
+std::string UpgradeAuthorization() {
+  auto sec = security::Current();
+  if (!sec->filer_write.enabled()) return {};
+  return "Authorization: Bearer " + security::SignFilerToken(sec->filer_write, 60) + "\r\n";
 }
 
-void FilerClient::Prepare(grpc::ClientContext* ctx) const {
-  ctx->set_deadline(std::chrono::system_clock::now() + opts_.rpc_timeout);
+}  // namespace
+
+FilerClient::FilerClient(std::string filer, FilerClientOptions options)
+    : opts_(std::move(options)),
+      channel_(std::move(filer), rpc::Channel::Options{static_cast<int>(opts_.connect_timeout.count()),
+                                                       opts_.max_receive_bytes, UpgradeAuthorization}) {
+  auto& reg = MetricsRegistry::Default();
+  calls_ = std::make_unique<std::atomic<uint64_t>[]>(kMethods);
+  call_metrics_.resize(kMethods, nullptr);
+  for (size_t i = 1; i < kMethods; ++i) {
+    call_metrics_[i] = reg.GetCounter("kelp_filer_client_calls_total", "Filer metadata calls sent, by method.",
+                               {{"client", opts_.metrics_label}, {"method", kMethodNames[i]}});
+  }
+  const char* help = "fsyncs that reached the filer (a WAL sync was owed) or were skipped";
+  fsyncs_sent_metric_ = reg.GetCounter("kelp_filer_client_fsyncs_total", help,
+                                {{"client", opts_.metrics_label}, {"result", "sent"}});
+  fsyncs_skipped_metric_ = reg.GetCounter("kelp_filer_client_fsyncs_total", help,
+                                   {{"client", opts_.metrics_label}, {"result", "skipped"}});
+}
+
+FilerClient::~FilerClient() = default;
+
+absl::Status FilerClient::Connect(std::chrono::milliseconds timeout) {
+  absl::Status s = channel_.Connect(timeout);
+  if (s.ok()) return s;
+  return absl::UnavailableError(kelp::StrCat("cannot reach the filer at ", channel_.address(), " within ",
+                                             timeout.count(), " ms (", s.message(),
+                                             "); is `kelp filer` or `kelp server` running?"));
+}
+
+uint64_t FilerClient::calls(FilerMethod m) const {
+  size_t i = MethodNumber(m);
+  return i < kMethods ? calls_[i].load() : 0;
+}
+
+void FilerClient::CountCall(FilerMethod m) {
+  ++calls_[MethodNumber(m)];
+  call_metrics_[MethodNumber(m)]->Inc();
 }
 
 template <typename Resp, typename Req>
-absl::StatusOr<Resp> FilerClient::Unary(
-    grpc::Status (Filer::Stub::*method)(grpc::ClientContext*, const Req&, Resp*), const Req& req) {
-  grpc::ClientContext ctx;
-  Prepare(&ctx);
+absl::StatusOr<Resp> FilerClient::Call(FilerMethod m, const Req& req, Kind kind) {
   Resp resp;
-  grpc::Status s = (stub_.get()->*method)(&ctx, req, &resp);
-  if (!s.ok()) return FromGrpcStatus(s);  // the one conversion at this edge
+  CountCall(m);
+  absl::Status s = channel_.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
+  if (kind == Kind::kRead && s.code() == absl::StatusCode::kUnavailable) {
+    // The connection failed (a filer restart): a read may be asked again on a fresh one.
+    s = channel_.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
+  }
+  // A mutation counts once it returned, whatever the result: a failed one may have been
+  // applied before the error reached us.
+  if (kind == Kind::kMutation) mutations_.fetch_add(1);
+  if (!s.ok()) return s;
   return resp;
 }
+
+template <typename Resp, typename Req>
+absl::StatusOr<Resp> FilerClient::MaybeSync(FilerMethod m, const Req& req, bool sync, bool mutates) {
+  if (!sync) return Call<Resp>(m, req, mutates ? Kind::kMutation : Kind::kRead);
+  ++synced_calls_;
+  uint64_t covered = mutations_.load();
+  auto r = Call<Resp>(m, req, mutates ? Kind::kOnce : Kind::kRead);
+  if (r.ok()) {
+    MarkSynced(covered);
+  } else if (mutates) {
+    mutations_.fetch_add(1);  // maybe applied, not known to be synced
+  }
+  return r;
+}
+
+void FilerClient::MarkSynced(uint64_t covered) {
+  uint64_t cur = synced_.load();
+  while (cur < covered && !synced_.compare_exchange_weak(cur, covered)) {
+  }
+}
+
+// ---- Reads ----
 
 absl::StatusOr<Attr> FilerClient::Lookup(uint64_t parent, std::string_view name) {
   LookupRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
-  auto r = Unary<AttrResponse>(&Filer::Stub::Lookup, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+  ASSIGN_OR_RETURN(AttrResponse r, Call<AttrResponse>(FilerMethod::kLookup, req, Kind::kRead));
+  return std::move(*r.mutable_attr());
 }
 
 absl::StatusOr<Attr> FilerClient::GetAttr(uint64_t ino) {
   GetAttrRequest req;
   req.set_ino(ino);
-  auto r = Unary<AttrResponse>(&Filer::Stub::GetAttr, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+  ASSIGN_OR_RETURN(AttrResponse r, Call<AttrResponse>(FilerMethod::kGetAttr, req, Kind::kRead));
+  return std::move(*r.mutable_attr());
 }
 
 absl::StatusOr<Attr> FilerClient::ResolvePath(std::string_view path) {
   ResolvePathRequest req;
   req.set_path(std::string(path));
-  auto r = Unary<AttrResponse>(&Filer::Stub::ResolvePath, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+  ASSIGN_OR_RETURN(AttrResponse r, Call<AttrResponse>(FilerMethod::kResolvePath, req, Kind::kRead));
+  return std::move(*r.mutable_attr());
 }
 
-absl::Status FilerClient::ReadDir(uint64_t ino, uint64_t cookie, uint32_t limit, bool with_attrs,
-                                  const std::function<bool(const DirEntry&)>& fn) {
+absl::StatusOr<ReadDirResponse> FilerClient::ReadDirPage(uint64_t ino, uint64_t cookie, uint32_t limit,
+                                                         bool with_attrs) {
   ReadDirRequest req;
   req.set_ino(ino);
   req.set_cookie(cookie);
   req.set_limit(limit);
   req.set_with_attrs(with_attrs);
-  grpc::ClientContext ctx;
-  if (opts_.readdir_timeout.count() > 0) {
-    ctx.set_deadline(std::chrono::system_clock::now() + opts_.readdir_timeout);
-  }
-  auto reader = stub_->ReadDir(&ctx, req);
-  ReadDirResponse batch;
-  while (reader->Read(&batch)) {
-    for (const auto& e : batch.entries()) {
-      if (!fn(e)) {
-        ctx.TryCancel();
-        reader->Finish();  // drains; the status is a cancellation we asked for
-        return absl::OkStatus();
-      }
+  return Call<ReadDirResponse>(FilerMethod::kReadDir, req, Kind::kRead);
+}
+
+absl::Status FilerClient::ReadDir(uint64_t ino, uint64_t cookie, uint32_t limit, bool with_attrs,
+                                  const std::function<bool(DirEntry&&)>& fn) {
+  uint64_t delivered = 0;
+  for (;;) {
+    uint32_t page = opts_.readdir_page;
+    if (limit != 0) page = static_cast<uint32_t>(std::min<uint64_t>(page, limit - delivered));
+    ASSIGN_OR_RETURN(ReadDirResponse r, ReadDirPage(ino, cookie, page, with_attrs));
+    for (DirEntry& e : *r.mutable_entries()) {
+      cookie = e.cookie();
+      ++delivered;
+      if (!fn(std::move(e))) return absl::OkStatus();
     }
+    if (r.eof() || (limit != 0 && delivered >= limit) || r.entries_size() == 0) return absl::OkStatus();
   }
-  return FromGrpcStatus(reader->Finish());
 }
 
-absl::StatusOr<Attr> FilerClient::Create(const CreateRequest& req) {
-  auto r = Unary<AttrResponse>(&Filer::Stub::Create, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+// ---- Namespace ----
+
+namespace {
+
+void TakeDirAfter(AttrResponse& r, Attr* dir_after) {
+  if (dir_after != nullptr && r.has_parent_attr()) *dir_after = std::move(*r.mutable_parent_attr());
 }
 
-absl::StatusOr<Attr> FilerClient::Mkdir(uint64_t parent, std::string_view name, uint32_t mode,
-                                        uint32_t uid, uint32_t gid) {
+}  // namespace
+
+absl::StatusOr<Attr> FilerClient::Create(const CreateRequest& req, Attr* dir_after) {
+  ASSIGN_OR_RETURN(AttrResponse r, Call<AttrResponse>(FilerMethod::kCreate, req, Kind::kMutation));
+  TakeDirAfter(r, dir_after);
+  return std::move(*r.mutable_attr());
+}
+
+absl::StatusOr<Attr> FilerClient::Mkdir(uint64_t parent, std::string_view name, uint32_t mode, uint32_t uid,
+                                        uint32_t gid, Attr* dir_after) {
   CreateRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
-  req.set_mode(S_IFDIR | (mode & 07777));
+  req.set_mode(0040000 | (mode & 07777));
   req.set_uid(uid);
   req.set_gid(gid);
   req.set_exclusive(true);
-  return Create(req);
+  return Create(req, dir_after);
 }
 
-absl::StatusOr<Attr> FilerClient::Symlink(uint64_t parent, std::string_view name,
-                                          std::string_view target, uint32_t uid, uint32_t gid) {
+absl::StatusOr<Attr> FilerClient::Symlink(const SymlinkRequest& req, Attr* dir_after) {
+  ASSIGN_OR_RETURN(AttrResponse r, Call<AttrResponse>(FilerMethod::kSymlink, req, Kind::kMutation));
+  TakeDirAfter(r, dir_after);
+  return std::move(*r.mutable_attr());
+}
+
+absl::StatusOr<Attr> FilerClient::Symlink(uint64_t parent, std::string_view name, std::string_view target,
+                                          uint32_t uid, uint32_t gid) {
   SymlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
   req.set_target(std::string(target));
   req.set_uid(uid);
   req.set_gid(gid);
-  auto r = Unary<AttrResponse>(&Filer::Stub::Symlink, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+  return Symlink(req);
 }
 
-absl::StatusOr<Attr> FilerClient::Link(uint64_t ino, uint64_t new_parent,
-                                       std::string_view new_name) {
+absl::StatusOr<Attr> FilerClient::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name,
+                                       Attr* dir_after) {
   LinkRequest req;
   req.set_ino(ino);
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
-  auto r = Unary<AttrResponse>(&Filer::Stub::Link, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+  ASSIGN_OR_RETURN(AttrResponse r, Call<AttrResponse>(FilerMethod::kLink, req, Kind::kMutation));
+  TakeDirAfter(r, dir_after);
+  return std::move(*r.mutable_attr());
 }
 
-absl::StatusOr<Attr> FilerClient::Unlink(uint64_t parent, std::string_view name) {
+absl::StatusOr<Attr> FilerClient::Unlink(uint64_t parent, std::string_view name, Attr* dir_after) {
   UnlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
-  auto r = Unary<UnlinkResponse>(&Filer::Stub::Unlink, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+  ASSIGN_OR_RETURN(UnlinkResponse r, Call<UnlinkResponse>(FilerMethod::kUnlink, req, Kind::kMutation));
+  if (dir_after != nullptr && r.has_parent_attr()) *dir_after = std::move(*r.mutable_parent_attr());
+  return std::move(*r.mutable_attr());
 }
 
-absl::Status FilerClient::Rmdir(uint64_t parent, std::string_view name) {
+absl::Status FilerClient::Rmdir(uint64_t parent, std::string_view name, Attr* dir_after) {
   UnlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
-  auto r = Unary<RmdirResponse>(&Filer::Stub::Rmdir, req);
-  return r.status();
+  ASSIGN_OR_RETURN(RmdirResponse r, Call<RmdirResponse>(FilerMethod::kRmdir, req, Kind::kMutation));
+  if (dir_after != nullptr && r.has_parent_attr()) *dir_after = std::move(*r.mutable_parent_attr());
+  return absl::OkStatus();
 }
 
-absl::StatusOr<RenameResponse> FilerClient::Rename(uint64_t parent, std::string_view name,
-                                                   uint64_t new_parent,
+absl::StatusOr<RenameResponse> FilerClient::Rename(const RenameRequest& req) {
+  return Call<RenameResponse>(FilerMethod::kRename, req, Kind::kMutation);
+}
+
+absl::StatusOr<RenameResponse> FilerClient::Rename(uint64_t parent, std::string_view name, uint64_t new_parent,
                                                    std::string_view new_name, uint32_t flags) {
   RenameRequest req;
   req.set_parent(parent);
@@ -152,158 +235,144 @@ absl::StatusOr<RenameResponse> FilerClient::Rename(uint64_t parent, std::string_
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
   req.set_flags(flags);
-  auto r = Unary<RenameResponse>(&Filer::Stub::Rename, req);
-  return r;
+  return Rename(req);
 }
 
 absl::StatusOr<Attr> FilerClient::SetAttr(const SetAttrRequest& req) {
-  auto r = Unary<AttrResponse>(&Filer::Stub::SetAttr, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+  ASSIGN_OR_RETURN(AttrResponse r, Call<AttrResponse>(FilerMethod::kSetAttr, req, Kind::kMutation));
+  return std::move(*r.mutable_attr());
 }
+
+// ---- Extended attributes ----
 
 absl::StatusOr<std::string> FilerClient::GetXattr(uint64_t ino, std::string_view name) {
   XattrRequest req;
   req.set_ino(ino);
   req.set_name(std::string(name));
-  auto r = Unary<XattrResponse>(&Filer::Stub::GetXattr, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_value());
+  ASSIGN_OR_RETURN(XattrResponse r, Call<XattrResponse>(FilerMethod::kGetXattr, req, Kind::kRead));
+  return std::move(*r.mutable_value());
 }
 
-absl::Status FilerClient::SetXattr(uint64_t ino, std::string_view name, std::string_view value,
-                                   uint32_t flags) {
+absl::Status FilerClient::SetXattr(uint64_t ino, std::string_view name, std::string_view value, uint32_t flags) {
   XattrRequest req;
   req.set_ino(ino);
   req.set_name(std::string(name));
   req.set_value(std::string(value));
   req.set_flags(flags);
-  auto r = Unary<Empty>(&Filer::Stub::SetXattr, req);
-  return r.status();
+  return Call<Empty>(FilerMethod::kSetXattr, req, Kind::kMutation).status();
 }
 
 absl::StatusOr<std::vector<std::string>> FilerClient::ListXattr(uint64_t ino) {
   XattrRequest req;
   req.set_ino(ino);
-  auto r = Unary<XattrResponse>(&Filer::Stub::ListXattr, req);
-  if (!r.ok()) return r.status();
-  return std::vector<std::string>(r->names().begin(), r->names().end());
+  ASSIGN_OR_RETURN(XattrResponse r, Call<XattrResponse>(FilerMethod::kListXattr, req, Kind::kRead));
+  return std::vector<std::string>(r.names().begin(), r.names().end());
 }
 
 absl::Status FilerClient::RemoveXattr(uint64_t ino, std::string_view name) {
   XattrRequest req;
   req.set_ino(ino);
   req.set_name(std::string(name));
-  auto r = Unary<Empty>(&Filer::Stub::RemoveXattr, req);
-  return r.status();
+  return Call<Empty>(FilerMethod::kRemoveXattr, req, Kind::kMutation).status();
 }
 
+// ---- Data ----
+
 absl::StatusOr<StatFsResponse> FilerClient::StatFs() {
-  StatFsRequest req;
-  auto r = Unary<StatFsResponse>(&Filer::Stub::StatFs, req);
-  return r;
+  return Call<StatFsResponse>(FilerMethod::kStatFs, StatFsRequest(), Kind::kRead);
 }
 
 absl::StatusOr<GetChunksResponse> FilerClient::GetChunks(uint64_t ino) {
   GetChunksRequest req;
   req.set_ino(ino);
-  auto r = Unary<GetChunksResponse>(&Filer::Stub::GetChunks, req);
-  return r;
+  return Call<GetChunksResponse>(FilerMethod::kGetChunks, req, Kind::kRead);
 }
 
 absl::StatusOr<CommitChunksResponse> FilerClient::CommitChunks(const CommitChunksRequest& req) {
-  auto r = Unary<CommitChunksResponse>(&Filer::Stub::CommitChunks, req);
-  return r;
+  return MaybeSync<CommitChunksResponse>(FilerMethod::kCommitChunks, req, req.sync(), true);
 }
 
-absl::StatusOr<Attr> FilerClient::WriteInline(uint64_t ino, std::string_view data,
-                                              int64_t mtime_ns, bool sync) {
+absl::StatusOr<Attr> FilerClient::WriteInline(const WriteInlineRequest& req) {
+  ASSIGN_OR_RETURN(AttrResponse r, MaybeSync<AttrResponse>(FilerMethod::kWriteInline, req, req.sync(), true));
+  return std::move(*r.mutable_attr());
+}
+
+absl::StatusOr<Attr> FilerClient::WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync) {
   WriteInlineRequest req;
   req.set_ino(ino);
   req.set_data(std::string(data));
   req.set_mtime_ns(mtime_ns);
   req.set_sync(sync);
-  auto r = Unary<AttrResponse>(&Filer::Stub::WriteInline, req);
-  if (!r.ok()) return r.status();
-  return std::move(*r->mutable_attr());
+  return WriteInline(req);
 }
 
 absl::Status FilerClient::Fsync(uint64_t ino) {
+  if (!SyncOwed()) {
+    ++fsyncs_skipped_;
+    fsyncs_skipped_metric_->Inc();
+    return absl::OkStatus();
+  }
+  ++fsyncs_sent_;
+  fsyncs_sent_metric_->Inc();
   FsyncRequest req;
   req.set_ino(ino);
-  auto r = Unary<Empty>(&Filer::Stub::Fsync, req);
-  return r.status();
+  return MaybeSync<Empty>(FilerMethod::kFsync, req, true, false).status();
 }
+
+// ---- Sessions ----
 
 absl::StatusOr<OpenSessionResponse> FilerClient::OpenSession(std::string_view client) {
   OpenSessionRequest req;
   req.set_client(std::string(client));
-  auto r = Unary<OpenSessionResponse>(&Filer::Stub::OpenSession, req);
-  return r;
+  return Call<OpenSessionResponse>(FilerMethod::kOpenSession, req, Kind::kRead);
 }
 
-absl::Status FilerClient::KeepAlive(std::string_view session,
-                                    const std::vector<uint64_t>& open_inodes, bool reattach) {
+absl::Status FilerClient::KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes,
+                                    bool reattach) {
   KeepAliveRequest req;
   req.set_session(std::string(session));
   for (uint64_t ino : open_inodes) req.add_open_inodes(ino);
   req.set_reattach(reattach);
-  auto r = Unary<Empty>(&Filer::Stub::KeepAlive, req);
-  return r.status();
+  return Call<Empty>(FilerMethod::kKeepAlive, req, Kind::kRead).status();
 }
 
-absl::Status FilerClient::Open(std::string_view session, uint64_t ino) {
+absl::StatusOr<GetChunksResponse> FilerClient::Open(std::string_view session, uint64_t ino, bool with_content) {
   OpenRequest req;
   req.set_session(std::string(session));
   req.set_ino(ino);
-  auto r = Unary<Empty>(&Filer::Stub::Open, req);
-  return r.status();
+  req.set_with_content(with_content);
+  return Call<GetChunksResponse>(FilerMethod::kOpen, req, Kind::kOnce);
 }
 
-absl::Status FilerClient::Release(std::string_view session, uint64_t ino) {
-  OpenRequest req;
+absl::Status FilerClient::Release(std::string_view session, const std::vector<uint64_t>& inodes) {
+  ReleaseRequest req;
   req.set_session(std::string(session));
-  req.set_ino(ino);
-  auto r = Unary<Empty>(&Filer::Stub::Release, req);
-  return r.status();
+  for (uint64_t ino : inodes) req.add_inodes(ino);
+  return Call<Empty>(FilerMethod::kRelease, req, Kind::kOnce).status();
 }
+
+// ---- Cluster ----
 
 absl::StatusOr<cluster::AssignResponse> FilerClient::Assign(const cluster::AssignRequest& req) {
-  auto r = Unary<cluster::AssignResponse>(&Filer::Stub::Assign, req);
-  return r;
+  return Call<cluster::AssignResponse>(FilerMethod::kAssign, req, Kind::kRead);
 }
 
-absl::StatusOr<cluster::LookupVolumeResponse> FilerClient::LookupVolume(
-    const cluster::LookupVolumeRequest& req) {
-  auto r = Unary<cluster::LookupVolumeResponse>(&Filer::Stub::LookupVolume, req);
-  return r;
+absl::StatusOr<cluster::LookupVolumeResponse> FilerClient::LookupVolume(const cluster::LookupVolumeRequest& req) {
+  return Call<cluster::LookupVolumeResponse>(FilerMethod::kLookupVolume, req, Kind::kRead);
 }
 
-FilerClient::EventStream::~EventStream() {
-  if (reader_ && !finished_) {
-    ctx_.TryCancel();
-    reader_->Finish();
-  }
-}
+// ---- Events ----
 
-bool FilerClient::EventStream::Next(Event* event) { return !finished_ && reader_->Read(event); }
-
-absl::Status FilerClient::EventStream::Finish() {
-  if (finished_) return absl::FailedPreconditionError("stream already finished");
-  finished_ = true;
-  return FromGrpcStatus(reader_->Finish());
-}
-
-std::unique_ptr<FilerClient::EventStream> FilerClient::Subscribe(uint64_t from_seq,
-                                                                 std::string_view path_prefix,
-                                                                 std::string_view client) {
+absl::StatusOr<std::unique_ptr<FilerClient::EventStream>> FilerClient::Subscribe(uint64_t from_seq,
+                                                                                 std::string_view path_prefix,
+                                                                                 std::string_view client) {
   SubscribeRequest req;
   req.set_from_seq(from_seq);
   req.set_path_prefix(std::string(path_prefix));
   req.set_client(std::string(client));
-  std::unique_ptr<EventStream> s(new EventStream());
-  s->reader_ = stub_->Subscribe(&s->ctx_, req);
-  return s;
+  CountCall(FilerMethod::kSubscribe);
+  ASSIGN_OR_RETURN(auto stream, channel_.OpenStream(MethodNumber(FilerMethod::kSubscribe), req, opts_.connect_timeout));
+  return std::unique_ptr<EventStream>(new EventStream(std::move(stream)));
 }
 
 }  // namespace kelp::filer

@@ -1,13 +1,23 @@
-// A synchronous C++ client of the Filer gRPC service (proto/filer.proto), for the mount and
-// tools. Every call returns absl::Status / StatusOr carrying the filer's errno
-// (shared/grpc_status.h FromGrpcStatus), so a FUSE edge can answer exactly ENOTEMPTY, EXDEV...
-// Network failures come back as UNAVAILABLE / DEADLINE_EXCEEDED (errno EIO-ish: EAGAIN,
-// ETIMEDOUT).
+// The client of the filer's metadata API (proto/filer.proto over shared/rpc, method numbers in
+// filer_methods.h): the one the mount, filer.fsck, kelp benchmark and the tests use. Every call
+// returns absl::Status / StatusOr carrying the filer's errno, so a FUSE edge can answer exactly
+// ENOTEMPTY, EXDEV... A filer that cannot be reached or answers too late comes back as
+// UNAVAILABLE / DEADLINE_EXCEEDED.
 //
-// Thread-safe: one FilerClient (one channel) serves every thread. An EventStream is used by
-// one thread, except Cancel(), which any thread may call.
+// All calls share one connection (shared/rpc/client.h: a call costs one round trip and, when
+// one thread waits, one thread switch); Subscribe opens a connection of its own. A call that
+// only reads is sent again once on a fresh connection if the first one failed; a mutation is
+// not (it may have been applied).
+//
+// Durability bookkeeping: fsync(2) makes durable what this client changed. The client counts
+// its mutating calls and how many of them the last WAL sync (Fsync, or a commit with sync)
+// covered, so Fsync with nothing owed costs no round trip and no device flush (SyncOwed).
+//
+// Thread-safe: one FilerClient serves every thread. An EventStream is read by one thread;
+// Cancel() may be called from any.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -16,106 +26,149 @@
 #include <string_view>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/status/statusor.h"
-#include "proto/filer.grpc.pb.h"
+#include "filer/client/filer_methods.h"
+#include "proto/cluster.pb.h"
+#include "proto/filer.pb.h"
+#include "shared/metrics.h"
+#include "shared/rpc/client.h"
 
 namespace kelp::filer {
 
 struct FilerClientOptions {
-  // Deadline of each unary call. Default: 30 s.
+  // Deadline of each call. Default: 30 s.
   std::chrono::milliseconds rpc_timeout{30'000};
-  // Deadline of a whole ReadDir stream; 0 = none (a listing of millions of entries may take
-  // long). Default: 0.
-  std::chrono::milliseconds readdir_timeout{0};
-  // Largest message accepted from the filer (GetChunks of a file with very many chunks).
-  // Default: 256 MiB.
-  int max_receive_bytes = 256 << 20;
+  // Time allowed to connect to the filer, within a call's deadline. Default: 3 s.
+  std::chrono::milliseconds connect_timeout{3'000};
+  // Largest reply accepted (GetChunks of a file with very many chunks). Default: 256 MiB.
+  size_t max_receive_bytes = 256 << 20;
+  // Entries asked for per ReadDir page when a listing has no limit. Default: 4096.
+  uint32_t readdir_page = 4096;
+  // Labels the client's metrics (kelp_filer_client_calls_total{client=...,method=...} and
+  // kelp_filer_client_fsyncs_total{client=...,result=sent|skipped}). Default: "client".
+  std::string metrics_label = "client";
 };
 
 class FilerClient {
  public:
-  explicit FilerClient(std::shared_ptr<grpc::Channel> channel, FilerClientOptions options = {});
-  // Connects (lazily, insecure) to "host:port" — the filer's gRPC port.
-  static std::unique_ptr<FilerClient> Connect(const std::string& grpc_address,
-                                              FilerClientOptions options = {});
+  // filer: "host:port" of the filer's HTTP port. Connects on first use.
+  explicit FilerClient(std::string filer, FilerClientOptions options = {});
+  ~FilerClient();
+  FilerClient(const FilerClient&) = delete;
+  FilerClient& operator=(const FilerClient&) = delete;
 
+  // Connects now; UNAVAILABLE with a one-line message if the filer is not there in time.
+  absl::Status Connect(std::chrono::milliseconds timeout);
+  const std::string& filer() const { return channel_.address(); }
+
+  // ---- Reads ----
   absl::StatusOr<Attr> Lookup(uint64_t parent, std::string_view name);
   absl::StatusOr<Attr> GetAttr(uint64_t ino);
   absl::StatusOr<Attr> ResolvePath(std::string_view path);
-  // Streams entries after cookie (0 = start) to fn until it returns false or the listing
-  // ends. limit 0 = all. Memory is bounded by one stream message.
+  // One page of entries after cookie (0 = from the start): at most limit (0 = the filer's
+  // page size); resp.eof() says whether the directory ends there.
+  absl::StatusOr<ReadDirResponse> ReadDirPage(uint64_t ino, uint64_t cookie, uint32_t limit, bool with_attrs);
+  // Streams entries after cookie to fn, page by page, until fn returns false, limit entries
+  // were delivered (0 = all) or the listing ends. Memory is bounded by one page.
   absl::Status ReadDir(uint64_t ino, uint64_t cookie, uint32_t limit, bool with_attrs,
-                       const std::function<bool(const DirEntry&)>& fn);
+                       const std::function<bool(DirEntry&&)>& fn);
 
-  absl::StatusOr<Attr> Create(const CreateRequest& req);
-  absl::StatusOr<Attr> Mkdir(uint64_t parent, std::string_view name, uint32_t mode, uint32_t uid,
-                             uint32_t gid);
-  absl::StatusOr<Attr> Symlink(uint64_t parent, std::string_view name, std::string_view target,
-                               uint32_t uid, uint32_t gid);
-  absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name);
-  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name);
-  absl::Status Rmdir(uint64_t parent, std::string_view name);
-  absl::StatusOr<RenameResponse> Rename(uint64_t parent, std::string_view name,
-                                        uint64_t new_parent, std::string_view new_name,
-                                        uint32_t flags);
+  // ---- Namespace ----
+  // dir_after (may be null) receives the directory's attributes after the change when the
+  // filer sends them (left untouched, ino 0, when it does not).
+  absl::StatusOr<Attr> Create(const CreateRequest& req, Attr* dir_after = nullptr);
+  absl::StatusOr<Attr> Mkdir(uint64_t parent, std::string_view name, uint32_t mode, uint32_t uid, uint32_t gid,
+                             Attr* dir_after = nullptr);
+  absl::StatusOr<Attr> Symlink(const SymlinkRequest& req, Attr* dir_after = nullptr);
+  absl::StatusOr<Attr> Symlink(uint64_t parent, std::string_view name, std::string_view target, uint32_t uid,
+                               uint32_t gid);
+  absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name, Attr* dir_after = nullptr);
+  // The unlinked inode afterwards (nlink may be 0).
+  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name, Attr* dir_after = nullptr);
+  absl::Status Rmdir(uint64_t parent, std::string_view name, Attr* dir_after = nullptr);
+  absl::StatusOr<RenameResponse> Rename(const RenameRequest& req);
+  absl::StatusOr<RenameResponse> Rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+                                        std::string_view new_name, uint32_t flags);
   absl::StatusOr<Attr> SetAttr(const SetAttrRequest& req);
 
+  // ---- Extended attributes ----
   absl::StatusOr<std::string> GetXattr(uint64_t ino, std::string_view name);
-  absl::Status SetXattr(uint64_t ino, std::string_view name, std::string_view value,
-                        uint32_t flags);
+  absl::Status SetXattr(uint64_t ino, std::string_view name, std::string_view value, uint32_t flags);
   absl::StatusOr<std::vector<std::string>> ListXattr(uint64_t ino);
   absl::Status RemoveXattr(uint64_t ino, std::string_view name);
 
+  // ---- Data ----
   absl::StatusOr<StatFsResponse> StatFs();
   absl::StatusOr<GetChunksResponse> GetChunks(uint64_t ino);
   absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req);
-  absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns,
-                                   bool sync);
+  absl::StatusOr<Attr> WriteInline(const WriteInlineRequest& req);
+  absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync);
+  // Makes this client's changes durable (the filer syncs its WAL), unless nothing is owed.
   absl::Status Fsync(uint64_t ino);
+  // True when a WAL sync is owed: a mutation returned after the last successful sync began.
+  bool SyncOwed() const { return synced_.load() < mutations_.load(); }
 
+  // ---- Sessions ----
   absl::StatusOr<OpenSessionResponse> OpenSession(std::string_view client);
   absl::Status KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes = {},
                          bool reattach = false);
-  absl::Status Open(std::string_view session, uint64_t ino);
-  absl::Status Release(std::string_view session, uint64_t ino);
+  // Counts ino open by the session; answers its attributes, with its content when asked.
+  absl::StatusOr<GetChunksResponse> Open(std::string_view session, uint64_t ino, bool with_content = false);
+  absl::Status Release(std::string_view session, const std::vector<uint64_t>& inodes);
 
+  // ---- Cluster ----
   absl::StatusOr<cluster::AssignResponse> Assign(const cluster::AssignRequest& req);
-  absl::StatusOr<cluster::LookupVolumeResponse> LookupVolume(
-      const cluster::LookupVolumeRequest& req);
+  absl::StatusOr<cluster::LookupVolumeResponse> LookupVolume(const cluster::LookupVolumeRequest& req);
 
-  // A live event stream (Subscribe).
+  // ---- Events ----
   class EventStream {
    public:
-    ~EventStream();
-    // Blocks for the next event; false when the stream ended (then call Finish()).
-    bool Next(Event* event);
-    // Why the stream ended. Call once Next returned false.
-    absl::Status Finish();
+    // Blocks for the next event; false when the stream ended (then Finish() says why:
+    // UNAVAILABLE when the filer went away, CANCELLED after Cancel()).
+    bool Next(Event* event) { return stream_->Next(event); }
+    absl::Status Finish() { return stream_->Finish(); }
     // Ends the stream from any thread; a blocked Next returns false.
-    void Cancel() { ctx_.TryCancel(); }
+    void Cancel() { stream_->Cancel(); }
 
    private:
     friend class FilerClient;
-    EventStream() = default;
-    grpc::ClientContext ctx_;
-    std::unique_ptr<grpc::ClientReader<Event>> reader_;
-    bool finished_ = false;
+    explicit EventStream(std::unique_ptr<rpc::ClientStream> s) : stream_(std::move(s)) {}
+    std::unique_ptr<rpc::ClientStream> stream_;
   };
-  std::unique_ptr<EventStream> Subscribe(uint64_t from_seq, std::string_view path_prefix,
-                                         std::string_view client);
+  absl::StatusOr<std::unique_ptr<EventStream>> Subscribe(uint64_t from_seq, std::string_view path_prefix,
+                                                         std::string_view client);
+
+  // Calls made, per method (tests and metrics), and fsyncs sent or skipped.
+  uint64_t calls(FilerMethod m) const;
+  uint64_t fsyncs_sent() const { return fsyncs_sent_.load(); }
+  // Calls sent that asked for a WAL sync (Fsync, commits with sync).
+  uint64_t synced_calls() const { return synced_calls_.load(); }
+  uint64_t fsyncs_skipped() const { return fsyncs_skipped_.load(); }
 
  private:
-  void Prepare(grpc::ClientContext* ctx) const;
+  // kRead: may be sent again on a fresh connection. kOnce: not again (it counts something).
+  // kMutation: not again, and counted for SyncOwed.
+  enum class Kind { kRead, kOnce, kMutation };
   template <typename Resp, typename Req>
-  absl::StatusOr<Resp> Unary(
-      grpc::Status (Filer::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
-      const Req& req);
+  absl::StatusOr<Resp> Call(FilerMethod m, const Req& req, Kind kind);
+  // A call that syncs the WAL when sync is set.
+  template <typename Resp, typename Req>
+  absl::StatusOr<Resp> MaybeSync(FilerMethod m, const Req& req, bool sync, bool mutates);
+  void MarkSynced(uint64_t covered);
+  void CountCall(FilerMethod m);
 
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<Filer::Stub> stub_;
   const FilerClientOptions opts_;
+  rpc::Channel channel_;
+  std::atomic<uint64_t> mutations_{0};
+  std::atomic<uint64_t> synced_{0};
+  // By method number: this client's own counts, and the process-wide metrics.
+  std::unique_ptr<std::atomic<uint64_t>[]> calls_;
+  std::vector<Counter*> call_metrics_;
+  std::atomic<uint64_t> fsyncs_sent_{0};
+  std::atomic<uint64_t> fsyncs_skipped_{0};
+  std::atomic<uint64_t> synced_calls_{0};
+  Counter* fsyncs_sent_metric_;
+  Counter* fsyncs_skipped_metric_;
 };
 
 }  // namespace kelp::filer

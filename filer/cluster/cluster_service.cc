@@ -4,6 +4,8 @@
 
 #include "shared/file_id.h"
 #include "shared/grpc_status.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -102,7 +104,9 @@ void ClusterHttpRoutes::Assign(http::Request& req, http::ResponseWriter& w) {
   const auto& loc = r->locations(0);
   // Hand-built: this is the hot path of `kelp benchmark`.
   std::string body = StrCat("{\"fid\":\"", r->fid(), "\",\"url\":\"", loc.url(), "\",\"publicUrl\":\"",
-                            loc.public_url(), "\",\"count\":", r->count(), "}\n");
+                            loc.public_url(), "\",\"count\":", r->count());
+  if (!r->auth().empty()) StrAppend(&body, ",\"auth\":\"", r->auth(), "\"");  // base64url: no escaping
+  body += "}\n";
   w.SendJson(200, body);
 }
 
@@ -128,7 +132,14 @@ void ClusterHttpRoutes::Lookup(http::Request& req, http::ResponseWriter& w) {
   }
   nlohmann::json locs = nlohmann::json::array();
   for (const auto& l : vl.locations()) locs.push_back({{"url", l.url()}, {"publicUrl", l.public_url()}});
-  w.SendJson(200, nlohmann::json{{"volumeOrFileId", v}, {"locations", locs}}.dump() + "\n");
+  nlohmann::json out{{"volumeOrFileId", v}, {"locations", locs}};
+  // As SeaweedFS's master: a lookup of a file id gets a read token for it when reads are signed.
+  if (auto fid = FileId::Parse(req.query("fileId").value_or("")); fid.ok()) {
+    if (auto sec = security::Current(); sec->volume_read.enabled()) {
+      out["auth"] = security::SignFileIdToken(sec->volume_read, *fid, 1);
+    }
+  }
+  w.SendJson(200, out.dump() + "\n");
 }
 
 }  // namespace kelp::filer

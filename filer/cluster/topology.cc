@@ -8,6 +8,8 @@
 #include "shared/file_id.h"
 #include "shared/grpc_status.h"
 #include "shared/log.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -244,8 +246,12 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
     std::lock_guard lock(mu_);
     cookie = static_cast<uint32_t>(rng_());
   }
-  resp.set_fid(FileId{vid, key, cookie}.ToString());
+  FileId fid{vid, key, cookie};
+  resp.set_fid(fid.ToString());
   resp.set_count(count);
+  if (auto sec = security::Current(); sec->volume_write.enabled()) {
+    resp.set_auth(security::SignFileIdToken(sec->volume_write, fid, count));
+  }
   return resp;
 }
 

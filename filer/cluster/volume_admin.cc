@@ -9,6 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "proto/volume.grpc.pb.h"
 #include "shared/grpc_status.h"
+#include "shared/security/security.h"
 
 namespace kelp::filer {
 namespace {
@@ -48,7 +49,7 @@ class GrpcVolumeAdmin : public VolumeAdmin {
   volume::VolumeService::Stub* Stub(const std::string& addr) {
     std::lock_guard lock(mu_);
     auto& s = stubs_[addr];
-    if (!s) s = volume::VolumeService::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
+    if (!s) s = volume::VolumeService::NewStub(grpc::CreateChannel(addr, security::ChannelCredentials()));
     return s.get();
   }
 

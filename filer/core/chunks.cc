@@ -82,6 +82,7 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
 
 absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChunksRequest& req) {
   for (const Chunk& c : req.chunks()) RETURN_IF_ERROR(ValidateChunk(c));
+  if (req.attrs().valid() & SET_ATTR_SIZE) return PosixError(EINVAL, "a commit's attributes cannot set the size");
   if (req.min_size() > kMaxFileSize) return PosixError(EFBIG, "size too large");
   ASSIGN_OR_RETURN(CommitChunksResponse resp, Transact([&] { return CommitChunksOnce(req); }));
   if (req.sync()) RETURN_IF_ERROR(kv_->Sync());
@@ -126,6 +127,7 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const Commit
     int64_t now = NowNs();
     rec.mtime_ns = req.mtime_ns() != 0 ? req.mtime_ns() : now;
     rec.ctime_ns = now;
+    if (req.has_attrs()) ApplyAttrBits(rec, req.attrs(), now);
     RETURN_IF_ERROR(MaybeCompactLocked(m, rec, added));
     PutInode(m, rec);
     m.Emit(MakeEvent(EVENT_DATA, rec, rec.parent, ""));
@@ -197,17 +199,21 @@ absl::Status FilerService::DropContentLocked(Mutation& m, InodeRecord& rec) {
 }
 
 absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view data,
-                                               int64_t mtime_ns, bool sync) {
+                                               int64_t mtime_ns, bool sync,
+                                               const SetAttrRequest* attrs) {
   if (data.size() > kMaxInlineSize) {
     return PosixError(EINVAL, StrCat("inline data over ", kMaxInlineSize, " bytes"));
   }
-  ASSIGN_OR_RETURN(Attr out, Transact([&] { return WriteInlineOnce(ino, data, mtime_ns); }));
+  if (attrs != nullptr && (attrs->valid() & SET_ATTR_SIZE)) {
+    return PosixError(EINVAL, "a commit's attributes cannot set the size");
+  }
+  ASSIGN_OR_RETURN(Attr out, Transact([&] { return WriteInlineOnce(ino, data, mtime_ns, attrs); }));
   if (sync) RETURN_IF_ERROR(kv_->Sync());
   return out;
 }
 
 absl::StatusOr<Attr> FilerService::WriteInlineOnce(uint64_t ino, std::string_view data,
-                                                   int64_t mtime_ns) {
+                                                   int64_t mtime_ns, const SetAttrRequest* attrs) {
   Attr out;
   {
     auto guard = locks_.Lock({ino});
@@ -220,6 +226,7 @@ absl::StatusOr<Attr> FilerService::WriteInlineOnce(uint64_t ino, std::string_vie
     int64_t now = NowNs();
     rec.mtime_ns = mtime_ns != 0 ? mtime_ns : now;
     rec.ctime_ns = now;
+    if (attrs != nullptr) ApplyAttrBits(rec, *attrs, now);
     PutInode(m, rec);
     m.Emit(MakeEvent(EVENT_DATA, rec, rec.parent, ""));
     RETURN_IF_ERROR(m.Commit());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -14,6 +15,7 @@
 #include "filer/store/keys.h"
 #include "filer/store/records.h"
 #include "shared/file_id.h"
+#include "shared/progress.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -47,17 +49,29 @@ uint64_t MinFirst(std::string_view seq) { return seq == keys::kInodeSeq ? keys::
 
 class Checker {
  public:
-  Checker(KvStore& kv, size_t max) : kv_(kv), max_(max) {}
+  Checker(KvStore& kv, size_t max, const std::function<void(std::string_view)>* progress)
+      : kv_(kv), max_(max) {
+    if (progress != nullptr && *progress) progress_.emplace(*progress);
+  }
 
   absl::StatusOr<ConsistencyReport> Run() {
+    phase_ = "inodes";
     RETURN_IF_ERROR(ScanInodes());
+    phase_ = "dentries";
     RETURN_IF_ERROR(ScanDentries());
+    phase_ = "directory index";
     RETURN_IF_ERROR(ScanDirIndex());
+    phase_ = "orphans";
     RETURN_IF_ERROR(ScanOrphans());
+    phase_ = "chunk records";
     RETURN_IF_ERROR(ScanChunks());
+    phase_ = "inline data";
     RETURN_IF_ERROR(ScanInlineAndXattrs(keys::kInline));
+    phase_ = "xattrs";
     RETURN_IF_ERROR(ScanInlineAndXattrs(keys::kXattr));
+    phase_ = "GC queue";
     RETURN_IF_ERROR(ScanGc());
+    phase_ = "events";
     RETURN_IF_ERROR(ScanEvents());
     RETURN_IF_ERROR(CheckCounters());
     RETURN_IF_ERROR(CheckSequences());
@@ -91,9 +105,32 @@ class Checker {
     return p;
   }
 
+  // Counts the keys each scan visits, for progress lines.
+  class CountingIterator : public KvIterator {
+   public:
+    CountingIterator(std::unique_ptr<KvIterator> it, Progress* p, const char* phase)
+        : it_(std::move(it)), progress_(p), phase_(phase) {}
+    bool Valid() const override { return it_->Valid(); }
+    void Next() override {
+      it_->Next();
+      progress_->Tick(StrCat("filer.fsck: ", phase_), ++n_, 0, "keys");
+    }
+    std::string_view key() const override { return it_->key(); }
+    std::string_view value() const override { return it_->value(); }
+    absl::Status status() const override { return it_->status(); }
+
+   private:
+    std::unique_ptr<KvIterator> it_;
+    Progress* progress_;
+    const char* phase_;
+    uint64_t n_ = 0;
+  };
+
   std::unique_ptr<KvIterator> Family(char f) {
     std::string p = keys::Family(f);
-    return kv_.Scan(p, keys::PrefixEnd(p));
+    std::unique_ptr<KvIterator> it = kv_.Scan(p, keys::PrefixEnd(p));
+    if (!progress_) return it;
+    return std::make_unique<CountingIterator>(std::move(it), &*progress_, phase_);
   }
 
   // The fid's volume id and needle key count towards the cluster's sequences.
@@ -496,6 +533,8 @@ class Checker {
   }
 
   KvStore& kv_;
+  std::optional<Progress> progress_;
+  const char* phase_ = "";
   const size_t max_;
   ConsistencyReport r_;
   std::unordered_map<uint64_t, InodeInfo> inodes_;
@@ -525,8 +564,9 @@ std::string ConsistencyReport::Summary() const {
   return s;
 }
 
-absl::StatusOr<ConsistencyReport> CheckNamespace(KvStore& kv, size_t max_problems) {
-  return Checker(kv, max_problems).Run();
+absl::StatusOr<ConsistencyReport> CheckNamespace(
+    KvStore& kv, size_t max_problems, const std::function<void(std::string_view)>& progress) {
+  return Checker(kv, max_problems, &progress).Run();
 }
 
 }  // namespace kelp::filer

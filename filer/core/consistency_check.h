@@ -12,6 +12,9 @@
 // Thread-safe (pure reads).
 #pragma once
 
+#include <functional>
+#include <string_view>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -85,7 +88,10 @@ struct ConsistencyReport {
   std::string Counts() const;
 };
 
-// max_problems 0 = keep every problem.
-absl::StatusOr<ConsistencyReport> CheckNamespace(KvStore& kv, size_t max_problems = 1000);
+// max_problems 0 = keep every problem. progress, when set, receives a line every 2 s or so
+// while the scans run ("filer.fsck: dentries: 1,234,567 keys (...)").
+absl::StatusOr<ConsistencyReport> CheckNamespace(
+    KvStore& kv, size_t max_problems = 1000,
+    const std::function<void(std::string_view)>& progress = nullptr);
 
 }  // namespace kelp::filer

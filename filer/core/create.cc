@@ -35,9 +35,18 @@ absl::StatusOr<Attr> FilerService::CreateNode(const CreateArgs& a, std::string_v
   uint64_t existing = 0;
   ASSIGN_OR_RETURN(Attr attr, Transact([&] { return CreateNodeOnce(a, target, &existing); }));
   if (existing == 0) return attr;
-  // open(O_CREAT) of an existing file opens it; Open() takes the inode's own lock.
+  // open(O_CREAT) of an existing file opens it (Open() is a transaction of its own), and
+  // O_TRUNC truncates it.
   if (a.open_handle) RETURN_IF_ERROR(Open(a.session, existing));
-  return GetAttr(existing);
+  ASSIGN_OR_RETURN(attr, GetAttr(existing));
+  if (!a.truncate || attr.size() == 0) return attr;
+  SetAttrRequest t;
+  t.set_ino(existing);
+  t.set_valid(SET_ATTR_SIZE);
+  t.set_size(0);
+  auto truncated = SetAttr(t);
+  if (!truncated.ok() && a.open_handle) RETURN_IF_ERROR(Release(a.session, existing));
+  return truncated;
 }
 
 absl::StatusOr<Attr> FilerService::CreateNodeOnce(const CreateArgs& a, std::string_view target,
@@ -96,7 +105,9 @@ absl::StatusOr<Attr> FilerService::CreateNodeOnce(const CreateArgs& a, std::stri
   PutInode(m, r);
   PutInode(m, dir);
   m.AdjustInodes(1);
-  m.Emit(MakeEvent(EVENT_CREATE, r, a.parent, a.name));
+  Event created = MakeEvent(EVENT_CREATE, r, a.parent, a.name);
+  created.set_parent_version(dir.version);
+  m.Emit(std::move(created));
   // The open is part of the create, so an immediate unlink by another client orphans the
   // file rather than purging it; the session must still exist when it commits.
   if (a.open_handle) {

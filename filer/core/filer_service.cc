@@ -333,7 +333,10 @@ absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec) {
       return absl::OkStatus();
     }));
   }
-  RETURN_IF_ERROR(delete_family(keys::XattrPrefix(rec.ino), nullptr));
+  // The count, when kept, saves a scan per unlink (almost every file has no xattrs).
+  if (!rec.xattrs_counted || rec.xattr_count > 0) {
+    RETURN_IF_ERROR(delete_family(keys::XattrPrefix(rec.ino), nullptr));
+  }
   // A purged directory is empty (rmdir checked, under its lock), so D and K need nothing.
   if (rec.inline_size > 0) b.Delete(keys::InlineKey(rec.ino));
   b.Delete(keys::OrphanKey(rec.ino));

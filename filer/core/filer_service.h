@@ -66,6 +66,8 @@ struct CreateArgs {
   // With open_handle, the new (or existing) file counts as open by this session.
   std::string session;
   bool open_handle = false;
+  // An existing regular file of some size is truncated to 0 (open with O_TRUNC).
+  bool truncate = false;
 };
 
 struct RenameResult {
@@ -142,11 +144,13 @@ class FilerService {
   // Appends records with filer-assigned seqs (O(new chunks)); compacts the list when it has
   // grown past options.compact_min_chunks / twice its last compacted size. sync: the WAL is
   // synced before returning. replace: the old content (chunks, inline data) is dropped in
-  // the same batch and the size becomes exactly the new chunks' reach (or min_size).
+  // the same batch and the size becomes exactly the new chunks' reach (or min_size). attrs:
+  // attribute changes applied after the chunks (no SIZE).
   absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req);
   // Replaces the content with data (at most kMaxInlineSize bytes), collecting every chunk.
+  // attrs (may be null): attribute changes applied after the data, as SetAttr would (no SIZE).
   absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns,
-                                   bool sync);
+                                   bool sync, const SetAttrRequest* attrs = nullptr);
   // Syncs the WAL: every mutation acknowledged so far is durable.
   absl::Status Fsync(uint64_t ino);
 
@@ -214,7 +218,8 @@ class FilerService {
                             uint32_t flags);
   absl::Status RemoveXattrOnce(uint64_t ino, std::string_view name);
   absl::StatusOr<CommitChunksResponse> CommitChunksOnce(const CommitChunksRequest& req);
-  absl::StatusOr<Attr> WriteInlineOnce(uint64_t ino, std::string_view data, int64_t mtime_ns);
+  absl::StatusOr<Attr> WriteInlineOnce(uint64_t ino, std::string_view data, int64_t mtime_ns,
+                                       const SetAttrRequest* attrs);
   absl::Status PurgeOrphanOnce(uint64_t ino);
   // Drops a lapsed session and its opens; appends inodes nobody holds any more to *freed.
   absl::Status ExpireSession(const std::string& id, std::vector<uint64_t>* freed);
@@ -245,6 +250,8 @@ class FilerService {
   absl::StatusOr<bool> IsWithin(uint64_t dir, uint64_t ancestor);
   Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
   absl::Status TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size);
+  // The bits of req other than SIZE (filer/client/set_attr.h).
+  void ApplyAttrBits(InodeRecord& rec, const SetAttrRequest& req, int64_t now);
   // Drops every chunk record (blobs to GC) and the inline data; size becomes 0.
   absl::Status DropContentLocked(Mutation& m, InodeRecord& rec);
   absl::Status MaybeCompactLocked(Mutation& m, InodeRecord& rec, const std::vector<Chunk>& added);

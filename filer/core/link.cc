@@ -36,7 +36,9 @@ absl::StatusOr<Attr> FilerService::LinkOnce(uint64_t ino, uint64_t new_parent,
   dir.mtime_ns = dir.ctime_ns = now;
   PutInode(m, rec);
   PutInode(m, dir);
-  m.Emit(MakeEvent(EVENT_CREATE, rec, new_parent, new_name));
+  Event linked = MakeEvent(EVENT_CREATE, rec, new_parent, new_name);
+  linked.set_parent_version(dir.version);
+  m.Emit(std::move(linked));
   RETURN_IF_ERROR(m.Commit());
   return rec.ToAttr();
 }

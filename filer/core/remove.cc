@@ -60,7 +60,9 @@ absl::StatusOr<InodeRecord> FilerService::RemoveName(uint64_t parent, std::strin
     } else {
       PutInode(m, child);
     }
-    m.Emit(MakeEvent(EVENT_DELETE, child, parent, name));
+    Event removed = MakeEvent(EVENT_DELETE, child, parent, name);
+    removed.set_parent_version(dir.version);
+    m.Emit(std::move(removed));
     RETURN_IF_ERROR(m.Commit());
     return child;
   }

@@ -166,11 +166,17 @@ absl::StatusOr<RenameResult> FilerService::RenameLocked(
   Event moved = MakeEvent(EVENT_RENAME, *s, parent, name);
   moved.set_new_parent(new_parent);
   moved.set_new_name(std::string(new_name));
+  moved.set_parent_version(pdir->version);
+  moved.set_new_parent_version(npdir->version);
+  moved.set_exchange(t && exchange);
   m.Emit(std::move(moved));
   if (t && exchange) {
     Event back = MakeEvent(EVENT_RENAME, *t, new_parent, new_name);
     back.set_new_parent(parent);
     back.set_new_name(std::string(name));
+    back.set_parent_version(npdir->version);
+    back.set_new_parent_version(pdir->version);
+    back.set_exchange(true);
     m.Emit(std::move(back));
   } else if (t) {
     // The replaced inode lost a link (and may be gone): its attributes changed.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "filer/client/limits.h"
+#include "filer/client/set_attr.h"
 #include "filer/core/filer_service.h"
 #include "filer/core/mutation.h"
 #include "filer/store/keys.h"
@@ -40,25 +41,23 @@ absl::StatusOr<Attr> FilerService::SetAttrOnce(const SetAttrRequest& req) {
     RETURN_IF_ERROR(TruncateLocked(m, rec, req.size()));
     rec.mtime_ns = now;
   }
-  if (Has(valid, SET_ATTR_MODE)) rec.mode = (rec.mode & S_IFMT) | (req.mode() & 07777);
-  if (Has(valid, SET_ATTR_UID)) rec.uid = req.uid();
-  if (Has(valid, SET_ATTR_GID)) rec.gid = req.gid();
-  if (Has(valid, SET_ATTR_ATIME_NOW)) {
-    rec.atime_ns = now;
-  } else if (Has(valid, SET_ATTR_ATIME)) {
-    rec.atime_ns = req.atime_ns();
-  }
-  if (Has(valid, SET_ATTR_MTIME_NOW)) {
-    rec.mtime_ns = now;
-  } else if (Has(valid, SET_ATTR_MTIME)) {
-    rec.mtime_ns = req.mtime_ns();
-  }
-  rec.ctime_ns = Has(valid, SET_ATTR_CTIME) ? req.ctime_ns() : now;
+  ApplyAttrBits(rec, req, now);
 
   PutInode(m, rec);
   m.Emit(MakeEvent(data_changed ? EVENT_DATA : EVENT_ATTR, rec, rec.parent, ""));
   RETURN_IF_ERROR(m.Commit());
   return rec.ToAttr();
+}
+
+void FilerService::ApplyAttrBits(InodeRecord& rec, const SetAttrRequest& req, int64_t now) {
+  Attr a = rec.ToAttr();
+  ApplySetAttr(req, now, &a);
+  rec.mode = a.mode();
+  rec.uid = a.uid();
+  rec.gid = a.gid();
+  rec.atime_ns = a.atime_ns();
+  rec.mtime_ns = a.mtime_ns();
+  rec.ctime_ns = a.ctime_ns();
 }
 
 absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size) {

@@ -105,7 +105,7 @@ int RunFsck(const FsckOptions& o, const std::function<void(std::string_view)>& o
     verbose(fmt::format("{} repairs in {} rounds", r->fixes, r->rounds));
   }
 
-  auto report = CheckNamespace(**kv, kMaxPrinted);
+  auto report = CheckNamespace(**kv, kMaxPrinted, o.progress);
   if (!report.ok()) {
     out(fmt::format("filer.fsck: check failed: {}", report.status().message()));
     return kFsckProblems;

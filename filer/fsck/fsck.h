@@ -30,6 +30,9 @@ struct FsckOptions {
   std::vector<std::string> volume_servers;
   // Progress lines too.
   bool verbose = false;
+  // Receives a progress line every 2 s or so while the store is scanned (a short check says
+  // nothing). kelp filer.fsck writes them to stderr. Empty: none.
+  std::function<void(std::string_view)> progress;
 };
 
 // Exit codes of `kelp filer.fsck`.

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <initializer_list>
 
-#include <nlohmann/json.hpp>
+#include "filer/http/agfs_body.h"
 
 #include "filer/client/limits.h"
 #include "filer/http/content.h"
@@ -19,7 +19,6 @@ namespace kelp::filer {
 namespace {
 
 constexpr size_t kListPage = 1024;
-constexpr size_t kMaxJsonBody = 1 << 20;
 
 // AGFS routes that need its plugin system, file handles or server-side scans.
 bool Unsupported(std::string_view route) {
@@ -71,12 +70,7 @@ std::optional<int64_t> IntParam(const http::Request& req, std::string_view name,
   return x;
 }
 
-absl::StatusOr<nlohmann::json> JsonBody(http::Request& req) {
-  ASSIGN_OR_RETURN(std::string body, req.ReadAll(kMaxJsonBody));
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return PosixError(EINVAL, "invalid request body");
-  return j;
-}
+absl::StatusOr<std::string> JsonBody(http::Request& req) { return req.ReadAll(kMaxAgfsJsonBody); }
 
 }  // namespace
 
@@ -271,11 +265,11 @@ void AgfsRoutes::WriteFile(http::Request& req, http::ResponseWriter& w, const Cl
   }
   absl::StatusOr<FileWriteResult> r;
   if (json_body && req.header("Content-Type").find("application/json") != std::string_view::npos) {
-    auto j = JsonBody(req);
-    if (!j.ok()) return w.SendStatus(j.status());
-    auto data = j->find("data");
-    if (data == j->end() || !data->is_string()) return w.SendError(400, "invalid JSON body");
-    StringBody body(data->get<std::string>());
+    auto raw = JsonBody(req);
+    if (!raw.ok()) return w.SendStatus(raw.status());
+    auto data = DecodeWriteBody(*raw);
+    if (!data.ok()) return w.SendStatus(data.status());
+    StringBody body(std::move(*data));
     fw.size_hint = -1;
     r = ops_->Write(p, body, fw);
   } else {
@@ -327,13 +321,9 @@ void AgfsRoutes::Stat(http::Request& req, http::ResponseWriter& w, const CleanPa
 }
 
 void AgfsRoutes::Rename(http::Request& req, http::ResponseWriter& w, const CleanPath& p) {
-  auto j = JsonBody(req);
-  if (!j.ok()) return w.SendStatus(j.status());
-  auto np = j->find("newPath");
-  if (np == j->end() || !np->is_string() || np->get<std::string>().empty()) {
-    return w.SendError(400, "newPath is required");
-  }
-  auto to = CleanHttpPath(np->get<std::string>());
+  auto raw = JsonBody(req);
+  if (!raw.ok()) return w.SendStatus(raw.status());
+  auto to = DecodeRenameBody(*raw);
   if (!to.ok()) return w.SendStatus(to.status());
   auto r = ops_->Rename(p, *to);
   if (!r.ok()) return w.SendStatus(r.status());
@@ -341,25 +331,21 @@ void AgfsRoutes::Rename(http::Request& req, http::ResponseWriter& w, const Clean
 }
 
 void AgfsRoutes::Chmod(http::Request& req, http::ResponseWriter& w, const CleanPath& p) {
-  auto j = JsonBody(req);
-  if (!j.ok()) return w.SendStatus(j.status());
-  auto m = j->find("mode");
-  if (m == j->end() || !m->is_number_unsigned() || m->get<uint64_t>() > 07777) {
-    return w.SendError(400, "mode must be a number in [0, 4095] (0644 is 420)");
-  }
-  auto r = ops_->Chmod(p, m->get<uint32_t>());
+  auto raw = JsonBody(req);
+  if (!raw.ok()) return w.SendStatus(raw.status());
+  auto mode = DecodeChmodBody(*raw);
+  if (!mode.ok()) return w.SendStatus(mode.status());
+  auto r = ops_->Chmod(p, *mode);
   if (!r.ok()) return w.SendStatus(r.status());
   SendMessage(w, 200, "permissions changed");
 }
 
 void AgfsRoutes::Symlink(http::Request& req, http::ResponseWriter& w, const CleanPath& p) {
-  auto j = JsonBody(req);
-  if (!j.ok()) return w.SendStatus(j.status());
-  auto t = j->find("target");
-  if (t == j->end() || !t->is_string() || t->get<std::string>().empty()) {
-    return w.SendError(400, "target is required");
-  }
-  auto r = ops_->Symlink(p, t->get<std::string>());
+  auto raw = JsonBody(req);
+  if (!raw.ok()) return w.SendStatus(raw.status());
+  auto target = DecodeSymlinkBody(*raw);
+  if (!target.ok()) return w.SendStatus(target.status());
+  auto r = ops_->Symlink(p, *target);
   if (!r.ok()) return w.SendStatus(r.status());
   SendMessage(w, 201, "symlink created");
 }

@@ -17,7 +17,7 @@ constexpr size_t kPiece = 64 << 10;
 }  // namespace
 
 absl::StatusOr<UploadedBlobs> UploadBlobs(std::string_view head, BodySource& body, uint64_t base,
-                                          size_t blob_size, int64_t size_hint, BlobIo& io) {
+                                          size_t blob_size, int64_t size_hint, volume::BlobStore& io) {
   UploadedBlobs out;
   auto fail = [&](absl::Status s) -> absl::Status {
     std::vector<std::string> fids;
@@ -41,7 +41,7 @@ absl::StatusOr<UploadedBlobs> UploadBlobs(std::string_view head, BodySource& bod
       n += *k;
     }
     if (n == 0) break;
-    auto fid = io.Put(std::string_view(buf.get(), n));
+    auto fid = io.Put(std::string_view(buf.get(), n), /*fsync=*/false);
     if (!fid.ok()) return fail(fid.status());
     Chunk c;
     c.set_fid(*fid);
@@ -64,8 +64,8 @@ absl::StatusOr<UploadedBlobs> UploadBlobs(std::string_view head, BodySource& bod
   return out;
 }
 
-absl::Status StreamContent(const GetChunksResponse& g, uint64_t offset, uint64_t length, BlobIo& io,
-                           const ByteSink& sink) {
+absl::Status StreamContent(const GetChunksResponse& g, uint64_t offset, uint64_t length, volume::BlobStore& io,
+                           const volume::ByteSink& sink) {
   const uint64_t size = g.attr().size();
   if (offset >= size || length == 0) return absl::OkStatus();
   length = std::min(length, size - offset);

@@ -1,5 +1,5 @@
 // File content over HTTP, independent of the dialects: a write body split into blobs of at
-// most blob_size bytes (each uploaded through BlobIo as it fills, so memory stays at one
+// most blob_size bytes (each uploaded through volume::BlobStore as it fills, so memory stays at one
 // blob per request), and a read that streams the visible intervals of a chunk list (holes
 // as zeros, inline data as the bottom layer; filer/client/chunk_intervals.h) blob range by
 // blob range. Pure functions over their arguments; thread-safe.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "filer/http/blob_io.h"
+#include "volume/client/blob_store.h"
 #include "filer/http/body.h"
 #include "proto/filer.pb.h"
 
@@ -27,13 +27,13 @@ struct UploadedBlobs {
 // known, else -1: it only sizes the buffer. On failure the blobs already uploaded are
 // discarded.
 absl::StatusOr<UploadedBlobs> UploadBlobs(std::string_view head, BodySource& body, uint64_t base,
-                                          size_t blob_size, int64_t size_hint, BlobIo& io);
+                                          size_t blob_size, int64_t size_hint, volume::BlobStore& io);
 
 // Delivers bytes [offset, offset + length) of the file g describes to sink (clipped to the
 // file size), in pieces of at most 64 KiB for holes and inline data and as the volume
 // server sends them for blobs.
-absl::Status StreamContent(const GetChunksResponse& g, uint64_t offset, uint64_t length, BlobIo& io,
-                           const ByteSink& sink);
+absl::Status StreamContent(const GetChunksResponse& g, uint64_t offset, uint64_t length, volume::BlobStore& io,
+                           const volume::ByteSink& sink);
 
 // A strong validator of the content: the same bytes committed the same way give the same
 // tag; any commit, truncate or inline write changes it. Quoted, ready for an ETag header.

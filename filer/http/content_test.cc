@@ -1,4 +1,4 @@
-// The write splitter and the read path's range math, against an in-memory BlobIo.
+// The write splitter and the read path's range math, against an in-memory volume::BlobStore.
 #include "filer/http/content.h"
 
 #include <map>
@@ -15,9 +15,9 @@ using namespace kelp::filer;
 
 namespace {
 
-class MemoryBlobIo : public BlobIo {
+class MemoryBlobIo : public volume::BlobStore {
  public:
-  absl::StatusOr<std::string> Put(std::string_view data) override {
+  absl::StatusOr<std::string> Put(std::string_view data, bool) override {
     if (fail_puts_after >= 0 && puts >= fail_puts_after)
       return PosixError(EIO, "injected upload failure");
     ++puts;
@@ -26,7 +26,7 @@ class MemoryBlobIo : public BlobIo {
     return fid;
   }
   absl::Status Get(std::string_view fid, uint64_t offset, uint64_t length,
-                   const ByteSink& sink) override {
+                   const volume::ByteSink& sink) override {
     auto it = blobs.find(std::string(fid));
     if (it == blobs.end()) return PosixError(ENOENT, "no blob");
     REQUIRE(offset + length <= it->second.size());
@@ -39,6 +39,7 @@ class MemoryBlobIo : public BlobIo {
     }
     return absl::OkStatus();
   }
+  absl::Status SyncVolumes(const std::vector<uint32_t>&) override { return absl::OkStatus(); }
   void Discard(const std::vector<std::string>& fids) override {
     for (const auto& f : fids) {
       blobs.erase(f);
@@ -75,7 +76,7 @@ GetChunksResponse File(uint64_t size, const std::vector<Chunk>& chunks,
   return g;
 }
 
-std::string ReadRange(const GetChunksResponse& g, uint64_t offset, uint64_t length, BlobIo& io) {
+std::string ReadRange(const GetChunksResponse& g, uint64_t offset, uint64_t length, volume::BlobStore& io) {
   std::string out;
   absl::Status s = StreamContent(g, offset, length, io, [&](std::string_view p) {
     out.append(p);
@@ -156,7 +157,7 @@ TEST_CASE("a failed upload discards the blobs already stored") {
 TEST_CASE("reads stream visible intervals: overlaps, holes, inline bottom layer, ranges") {
   MemoryBlobIo io;
   std::string a = Pattern(3000, 6), b = Pattern(1000, 7);
-  auto fa = io.Put(a).value(), fb = io.Put(b).value();
+  auto fa = io.Put(a, false).value(), fb = io.Put(b, false).value();
   Chunk ca, cb;
   ca.set_fid(fa);
   ca.set_offset(0);
@@ -195,48 +196,6 @@ TEST_CASE("reads stream visible intervals: overlaps, holes, inline bottom layer,
       std::string(50, 'i') + b.substr(250, 20) + std::string(30, 'i') + std::string(200, '\0');
   CHECK(ReadRange(gi, 0, 300, io) == wi);
   CHECK(ReadRange(gi, 60, 50, io) == wi.substr(60, 50));
-}
-
-TEST_CASE("a replica that fails part way is resumed on the next one, no byte twice") {
-  std::string blob = Pattern(10000, 8);
-  std::vector<std::string> asked;
-  auto read = [&](const std::string& url, uint64_t off, uint64_t len,
-                  const ByteSink& sink) -> absl::Status {
-    asked.push_back(StrCat(url, "@", off, "+", len));
-    if (url == "dead") return absl::UnavailableError("connection refused");
-    if (url == "flaky") {  // sends 1234 bytes, then drops
-      RETURN_IF_ERROR(sink(std::string_view(blob).substr(off, 1234)));
-      return absl::UnavailableError("connection reset");
-    }
-    if (url == "short") return sink(std::string_view(blob).substr(off, 10));  // "ok" but short
-    return sink(std::string_view(blob).substr(off, len));
-  };
-  std::string got;
-  auto sink = [&](std::string_view p) {
-    got.append(p);
-    return absl::OkStatus();
-  };
-  int failovers = 0;
-  REQUIRE(
-      ReadWithFailover({"dead", "flaky", "short", "good"}, 100, 5000, read, sink, &failovers).ok());
-  CHECK(got == blob.substr(100, 5000));
-  CHECK(failovers == 3);
-  CHECK(asked == std::vector<std::string>{"dead@100+5000", "flaky@100+5000", "short@1334+3766",
-                                          "good@1344+3756"});
-
-  got.clear();
-  failovers = 0;
-  CHECK(ReadWithFailover({"dead", "flaky"}, 0, 5000, read, sink, &failovers).code() ==
-        absl::StatusCode::kUnavailable);
-  CHECK(failovers == 2);
-  CHECK(ReadWithFailover({}, 0, 1, read, sink, &failovers).code() != absl::StatusCode::kOk);
-
-  // A sink error (the client went away) stops at once.
-  auto bad_sink = [](std::string_view) { return absl::DataLossError("client gone"); };
-  asked.clear();
-  CHECK(ReadWithFailover({"good", "good"}, 0, 10, read, bad_sink, &failovers).code() ==
-        absl::StatusCode::kDataLoss);
-  CHECK(asked.size() == 1);
 }
 
 TEST_CASE("etags follow the content") {

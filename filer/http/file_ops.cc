@@ -22,7 +22,7 @@ absl::Status RootError(std::string_view what) {
 
 }  // namespace
 
-FileOps::FileOps(FilerService* fs, BlobIo* io, Options options)
+FileOps::FileOps(FilerService* fs, volume::BlobStore* io, Options options)
     : fs_(fs), io_(io), opts_(options), uid_(getuid()), gid_(getgid()) {}
 
 CreateArgs FileOps::Entry(uint64_t parent, std::string_view name, uint32_t mode,

@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "filer/core/filer_service.h"
-#include "filer/http/blob_io.h"
+#include "volume/client/blob_store.h"
 #include "filer/http/body.h"
 #include "filer/http/path.h"
 
@@ -59,10 +59,10 @@ class FileOps {
   };
   // fs and io are not owned and must outlive this. New entries belong to the filer
   // process's uid and gid, as in SeaweedFS.
-  FileOps(FilerService* fs, BlobIo* io, Options options);
+  FileOps(FilerService* fs, volume::BlobStore* io, Options options);
 
   FilerService* core() { return fs_; }
-  BlobIo* io() { return io_; }
+  volume::BlobStore* io() { return io_; }
 
   absl::StatusOr<Attr> Stat(const CleanPath& p) { return fs_->ResolvePath(p.path); }
   // mkdir -p: every missing directory on the way is created; ENOTDIR when a component is
@@ -95,7 +95,7 @@ class FileOps {
   absl::StatusOr<FileWriteResult> WriteBody(const Attr& file, BodySource& body, const FileWrite& w);
 
   FilerService* const fs_;
-  BlobIo* const io_;
+  volume::BlobStore* const io_;
   const Options opts_;
   const uint32_t uid_;
   const uint32_t gid_;

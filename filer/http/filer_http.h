@@ -20,10 +20,10 @@
 #include "filer/cluster/cluster_api.h"
 #include "filer/core/filer_service.h"
 #include "filer/http/agfs_routes.h"
-#include "filer/http/blob_io.h"
 #include "filer/http/file_ops.h"
 #include "filer/http/seaweed_routes.h"
 #include "shared/http/http_server.h"
+#include "volume/client/blob_client.h"
 #include "volume/client/volume_client.h"
 
 namespace kelp::filer {
@@ -56,7 +56,7 @@ class FilerHttpApi {
 
  private:
   volume::VolumeClient volume_client_;
-  VolumeBlobIo io_;
+  volume::BlobClient io_;
   FileOps ops_;
   SeaweedRoutes seaweed_;
   AgfsRoutes agfs_;

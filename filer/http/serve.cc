@@ -20,7 +20,7 @@ thread_local Probe probe;
 
 void ServeFileBytes(http::ResponseWriter& w, bool head_only, int status,
                     const http::Headers& headers, const GetChunksResponse& g, uint64_t offset,
-                    uint64_t length, BlobIo& io) {
+                    uint64_t length, volume::BlobStore& io) {
   if (head_only) {
     (void)w.WriteHead(status, headers, static_cast<int64_t>(length));
     return;

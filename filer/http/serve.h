@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "filer/http/blob_io.h"
+#include "volume/client/blob_store.h"
 #include "proto/filer.pb.h"
 #include "shared/http/http_server.h"
 
@@ -26,7 +26,7 @@ namespace kelp::filer {
 // short body rather than a wrong one.
 void ServeFileBytes(http::ResponseWriter& w, bool head_only, int status,
                     const http::Headers& headers, const GetChunksResponse& g, uint64_t offset,
-                    uint64_t length, BlobIo& io);
+                    uint64_t length, volume::BlobStore& io);
 
 // A JSON response built piece by piece. Until flush_at bytes have gathered nothing is sent;
 // a body that stays under it goes out with Content-Length, a bigger one chunked.

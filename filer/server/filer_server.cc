@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "filer/http/auth.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/metrics.h"
 #include "shared/strings.h"
@@ -16,7 +18,7 @@ namespace kelp::filer {
 class FilerServer::HttpHandler : public http::Handler {
  public:
   explicit HttpHandler(FilerServer* server)
-      : server_(server), cluster_(server->topology_.get(), server->router_.get()) {}
+      : server_(server), cluster_(server->topology_.get(), server->router_.get()), auth_(security::Current()) {}
 
   // The filer's own paths first (IsFilerOwnPath), then the file APIs.
   bool RunInline(const http::Request& req) const override {
@@ -26,6 +28,10 @@ class FilerServer::HttpHandler : public http::Handler {
   }
 
   void Handle(http::Request& req, http::ResponseWriter& w) override {
+    if (absl::Status a = auth_.Check(req); !a.ok()) {
+      if (!req.body_done()) w.CloseAfter();  // don't read a body we refuse
+      return w.SendStatus(a);
+    }
     if (ClusterHttpRoutes::Owns(req)) return cluster_.Serve(req, w);
     if (IsFilerOwnPath(req.path())) {
       if (req.path() == "/metrics") {
@@ -56,6 +62,7 @@ class FilerServer::HttpHandler : public http::Handler {
  private:
   FilerServer* server_;
   ClusterHttpRoutes cluster_;
+  FilerHttpAuth auth_;
 };
 
 FilerServer::FilerServer(FilerServerOptions options) : opts_(std::move(options)) {}
@@ -97,18 +104,26 @@ absl::Status FilerServer::Start() {
   RETURN_IF_ERROR(core_->Start());
 
   cluster_service_ = std::make_unique<ClusterGrpcService>(topology_.get(), router_.get());
-  filer_service_ = std::make_unique<FilerGrpcService>(core_.get());
+  ASSIGN_OR_RETURN(auto grpc_creds, security::ServerCredentials(security::kFilerComponent));
   grpc::ServerBuilder builder;
   int want_grpc = opts_.grpc_port > 0 ? opts_.grpc_port : (opts_.port > 0 ? opts_.port + 10000 : 0);
-  builder.AddListeningPort(StrCat(opts_.ip, ":", want_grpc), grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(StrCat(opts_.ip, ":", want_grpc), grpc_creds, &grpc_port_);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
   builder.RegisterService(cluster_service_.get());
-  builder.RegisterService(filer_service_.get());
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || grpc_port_ == 0) {
     return absl::UnavailableError(StrCat("cannot listen for gRPC on ", opts_.ip, ":", want_grpc));
   }
+
+  rpc_service_ = std::make_unique<FilerRpcService>(core_.get());
+  rpc::Server::Options ropts;
+  ropts.loop_threads = opts_.rpc_threads;
+  ropts.worker_threads = std::max(1, opts_.rpc_workers);
+  ropts.name = "filer-rpc";
+  ropts.metric_prefix = "kelp_filer_rpc";
+  rpc_ = std::make_unique<rpc::Server>(ropts, rpc_service_->service());
+  RETURN_IF_ERROR(rpc_->Start());
 
   http_api_ = std::make_unique<FilerHttpApi>(core_.get(), router_.get(), opts_.http);
   http_handler_ = std::make_unique<HttpHandler>(this);
@@ -118,6 +133,12 @@ absl::Status FilerServer::Start() {
   hopts.loop_threads = opts_.http_threads;
   hopts.worker_threads = std::max(1, opts_.http_workers);
   hopts.name = "filer";
+  hopts.upgrades[std::string(rpc::kUpgradeProtocol)] = [this](int fd, std::string initial) {
+    rpc_->Adopt(fd, std::move(initial));
+  };
+  hopts.upgrade_check = [auth = FilerHttpAuth(security::Current())](const http::Request& req) {
+    return auth.CheckUpgrade(req);
+  };
   http_ = std::make_unique<http::HttpServer>(hopts, http_handler_.get());
   RETURN_IF_ERROR(http_->Start());
   lease_->SetAddresses(StrCat(opts_.ip, ":", grpc_port_), StrCat(opts_.ip, ":", http_->port()));
@@ -125,6 +146,15 @@ absl::Status FilerServer::Start() {
   started_ = true;
   spdlog::info("filer: HTTP on {}:{}, gRPC on {}:{}, store {}", opts_.ip, http_->port(), opts_.ip, grpc_port_,
                DescribeStore(store));
+  auto sec = security::Current();
+  if (sec->volume_write.enabled() && !sec->filer_write.enabled()) {
+    spdlog::warn("filer: [jwt.signing] is set but [jwt.filer_signing] is not: anyone who reaches the HTTP port can "
+                 "get volume write tokens from /dir/assign (docs/security.md)");
+  }
+  if (sec->volume_write.enabled() && !sec->grpc_tls()) {
+    spdlog::warn("filer: [jwt.signing] is set but gRPC is not mutual TLS: anyone who reaches the gRPC port can "
+                 "get volume write tokens from Assign (docs/security.md)");
+  }
   return absl::OkStatus();
 }
 
@@ -132,7 +162,8 @@ void FilerServer::Stop() {
   // First, so another filer sharing the store takes over at once.
   if (lease_) lease_->Stop();
   if (http_) http_->Stop();
-  if (filer_service_) filer_service_->Shutdown();
+  if (rpc_service_) rpc_service_->Shutdown();
+  if (rpc_) rpc_->Stop();
   if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (core_) core_->Stop();
   if (topology_) topology_->Stop();

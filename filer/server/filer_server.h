@@ -1,6 +1,7 @@
 // The filer process: its RocksDB store, cluster coordination (Topology), the gRPC server
-// (Cluster service for volume servers; Filer service for mounts) and the HTTP server on one
-// port (SeaweedFS master routes /dir/*, /metrics, /status, and the filer's file APIs).
+// (Cluster service for volume servers) and the HTTP server on one port (SeaweedFS master
+// routes /dir/*, /metrics, /status, the filer's file APIs, and the metadata API for mounts on
+// connections upgraded to shared/rpc frames).
 // Start/Stop from one thread; everything it serves is thread-safe.
 #pragma once
 
@@ -16,11 +17,12 @@
 #include "filer/cluster/lease.h"
 #include "filer/cluster/topology.h"
 #include "filer/core/filer_service.h"
-#include "filer/grpc/filer_grpc_service.h"
+#include "filer/rpc/filer_rpc_service.h"
 #include "filer/http/filer_http.h"
 #include "filer/store/kv_store.h"
 #include "filer/store/open_store.h"
 #include "shared/http/http_server.h"
+#include "shared/rpc/server.h"
 
 namespace kelp::filer {
 
@@ -52,6 +54,11 @@ struct FilerServerOptions {
   // HTTP worker threads: requests that stream bodies or call volume servers, at once.
   // Default: 64.
   int http_workers = 64;
+  // Event loops of the metadata RPC transport (connections upgraded on the HTTP port);
+  // 0 = number of cores.
+  int rpc_threads = 0;
+  // Its workers: calls that wait on a WAL sync or another server, at once. Default: 32.
+  int rpc_workers = 32;
   // The HTTP file APIs' options (-maxMB...).
   FilerHttpOptions http;
   // The namespace core's options (sessions, GC, event retention...).
@@ -84,7 +91,8 @@ class FilerServer {
   std::unique_ptr<ClusterRouter> router_;
   std::unique_ptr<FilerService> core_;
   std::unique_ptr<ClusterGrpcService> cluster_service_;
-  std::unique_ptr<FilerGrpcService> filer_service_;
+  std::unique_ptr<FilerRpcService> rpc_service_;
+  std::unique_ptr<rpc::Server> rpc_;
   std::unique_ptr<grpc::Server> grpc_;
   int grpc_port_ = 0;
   std::unique_ptr<FilerHttpApi> http_api_;

@@ -139,15 +139,19 @@ inline std::string PrefixEnd(std::string_view prefix) {
   return end;
 }
 
+// The field accessors below read keys a scan returned; a key too short for the field (a
+// damaged store) reads as 0 or "", never out of bounds (found by filer_records_fuzz).
 // The big-endian u64 that follows the family byte of a key (the ino, parent, due time or seq).
-inline uint64_t FirstU64(std::string_view key) { return DecodeFixed64BE(key.substr(1, 8)); }
+inline uint64_t FirstU64(std::string_view key) { return key.size() >= 9 ? DecodeFixed64BE(key.substr(1, 8)) : 0; }
 // The big-endian u64 after the first one (cookie, chunk seq, GC seq).
-inline uint64_t SecondU64(std::string_view key) { return DecodeFixed64BE(key.substr(9, 8)); }
+inline uint64_t SecondU64(std::string_view key) { return key.size() >= 17 ? DecodeFixed64BE(key.substr(9, 8)) : 0; }
 // The bytes after family + u64: the name in dentry and xattr keys.
-inline std::string_view NameOf(std::string_view key) { return key.substr(9); }
+inline std::string_view NameOf(std::string_view key) { return key.size() > 9 ? key.substr(9) : std::string_view(); }
 // The session of an H key.
-inline std::string_view HolderSession(std::string_view key) { return key.substr(9); }
+inline std::string_view HolderSession(std::string_view key) { return key.size() > 9 ? key.substr(9) : std::string_view(); }
 // The ino of a U key (its last 8 bytes).
-inline uint64_t SessionOpenIno(std::string_view key) { return DecodeFixed64BE(key.substr(key.size() - 8)); }
+inline uint64_t SessionOpenIno(std::string_view key) {
+  return key.size() >= 17 ? DecodeFixed64BE(key.substr(key.size() - 8)) : 0;
+}
 
 }  // namespace kelp::filer::keys

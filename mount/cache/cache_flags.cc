@@ -38,7 +38,8 @@ absl::Status FlagError(std::string_view flag, std::string_view value, std::strin
 
 void CacheFlags::Register(FlagSet* f) {
   f->Add("cacheDir", &dir,
-         "directory of the on-disk read cache (one mount per directory; created if missing)");
+         "directory of the on-disk read cache (one mount per directory; created if missing); "
+         "empty = <$TMPDIR or /tmp>/kelp-cache-<hash of -filer, -filer.path, -dir and the user>");
   f->Add("cacheCapacityMB", &capacity_mb,
          "disk space of the read cache in MiB, as du counts it, metadata included; 0 turns the "
          "cache off");
@@ -92,6 +93,11 @@ absl::StatusOr<CacheOptions> CacheFlags::ToOptions(uint64_t chunk_size_limit) co
   CacheOptions check = o;  // validate even when the cache is off, so a typo is still reported
   check.capacity_bytes = 1;
   if (absl::Status s = ValidateOptions(check); !s.ok()) return s;
+  // The mount fills an empty -cacheDir with a directory of its own (DefaultCacheDir).
+  if (dir.empty() && capacity_mb > 0) {
+    return absl::InvalidArgumentError(
+        "-cacheDir is empty: name a directory, or -cacheCapacityMB=0");
+  }
   return o;
 }
 

@@ -20,7 +20,7 @@
 namespace kelp::mount::cache {
 
 struct CacheFlags {
-  std::string dir = "/tmp/kelp-cache";       // -cacheDir
+  std::string dir;                           // -cacheDir (empty: the mount picks one per mount)
   uint64_t capacity_mb = 1000;               // -cacheCapacityMB (0 = off)
   std::string tier_thresholds = "1/32,1/2";  // -cacheTierThresholds
   std::string tier_shares = "20,30,50";      // -cacheTierShares

@@ -49,6 +49,10 @@ TEST_CASE("cache flags: values parse, bad ones name their flag") {
 
   auto error_of = [](CacheFlags f) { return std::string(f.ToOptions(4 << 20).status().message()); };
   CacheFlags bad;
+  CHECK(error_of(bad).find("-cacheDir is empty") != std::string::npos);  // the mount fills it in
+  bad.capacity_mb = 0;
+  CHECK(bad.ToOptions(4 << 20).ok());  // off: no directory needed
+  bad = CacheFlags{};
   bad.tier_shares = "20,30,40";
   CHECK(error_of(bad).find("sum to 100") != std::string::npos);
   bad = CacheFlags{};

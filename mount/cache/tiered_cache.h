@@ -34,6 +34,7 @@
 
 #include "absl/status/statusor.h"
 #include "mount/cache/cache_options.h"
+#include "mount/cache/chunk_cache.h"
 #include "mount/cache/cache_stats.h"
 
 namespace kelp::mount::cache {
@@ -41,24 +42,24 @@ namespace kelp::mount::cache {
 class DiskCache;
 class MemoryLayer;
 
-class TieredCache {
+class TieredCache : public ChunkCache {
  public:
   // Opens the cache. InvalidArgument only for bad options (the mount reports those as flag
   // errors); a directory that cannot be used is logged and the cache runs without disk tiers.
   // capacity_bytes == 0 gives a disabled cache that touches nothing on disk.
   static absl::StatusOr<std::unique_ptr<TieredCache>> Open(CacheOptions options);
-  ~TieredCache();  // Close()
+  ~TieredCache() override;  // Close()
   TieredCache(const TieredCache&) = delete;
   TieredCache& operator=(const TieredCache&) = delete;
 
   bool enabled() const { return enabled_; }
   const CacheOptions& options() const { return options_; }
   // Hint for the write path: insert freshly uploaded blobs (CacheOptions::write_through).
-  bool write_through() const { return enabled_ && options_.write_through; }
+  bool write_through() const override { return enabled_ && options_.write_through; }
 
   Tier TierOf(uint64_t blob_size) const { return layout_.TierOf(blob_size); }
   // Alignment unit of a blob of this size: the whole blob for small blobs.
-  uint64_t BlockSize(uint64_t blob_size) const { return layout_.BlockSize(blob_size); }
+  uint64_t BlockSize(uint64_t blob_size) const override { return layout_.BlockSize(blob_size); }
 
   struct ByteRange {
     uint64_t begin = 0, end = 0;
@@ -71,13 +72,13 @@ class TieredCache {
   // Copies bytes [offset, offset + len) of blob fid (of size blob_size) into dst and returns
   // true if every block they touch is cached and verifies; false otherwise (dst is then
   // unspecified). Counts one hit or miss per block looked at.
-  bool Read(std::string_view fid, uint64_t blob_size, uint64_t offset, size_t len, char* dst);
+  bool Read(std::string_view fid, uint64_t blob_size, uint64_t offset, size_t len, char* dst) override;
 
   // Caches every whole block of the blob contained in data, which holds blob bytes
   // [offset, offset + data.size()). A block is whole when it starts on a block boundary and
   // runs to the next one or to the blob's end. Returns how many blocks were stored (in RAM or
   // on disk); blocks already cached (or being stored by another thread) are skipped.
-  size_t Insert(std::string_view fid, uint64_t blob_size, uint64_t offset, std::string_view data);
+  size_t Insert(std::string_view fid, uint64_t blob_size, uint64_t offset, std::string_view data) override;
 
   // Counters since Open plus current usage, per tier. Summary() gives the unmount log line.
   CacheStats GetStats() const;

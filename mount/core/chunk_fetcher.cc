@@ -34,15 +34,15 @@ absl::Status ChunkFetcher::ReadDirect(const std::string& fid, uint64_t blob_size
                                       char* dst) {
   direct_reads_->Inc();
   if (cache_ == nullptr || blob_size == 0 || offset + len > blob_size) {
-    return blobs_->Get(fid, offset, len, dst);
+    return blobs_->Read(fid, offset, len, dst);
   }
   if (cache_->Read(fid, blob_size, offset, len, dst)) return absl::OkStatus();
   uint64_t bs = cache_->BlockSize(blob_size);
-  if (bs == 0) return blobs_->Get(fid, offset, len, dst);
+  if (bs == 0) return blobs_->Read(fid, offset, len, dst);
   uint64_t start = offset / bs * bs;
   uint64_t end = std::min(blob_size, (offset + len + bs - 1) / bs * bs);
   std::string buf(end - start, '\0');
-  absl::Status s = blobs_->Get(fid, start, buf.size(), buf.data());
+  absl::Status s = blobs_->Read(fid, start, buf.size(), buf.data());
   if (!s.ok()) return s;
   InsertBlocks(fid, blob_size, start, buf);
   std::memcpy(dst, buf.data() + (offset - start), len);
@@ -73,7 +73,7 @@ void ChunkFetcher::LoadWindow(const std::string& fid, uint64_t blob_size, uint64
   std::string data(end - start, '\0');
   absl::Status s;
   if (cache_ == nullptr || !cache_->Read(fid, blob_size, start, data.size(), data.data())) {
-    s = blobs_->Get(fid, start, data.size(), data.data());
+    s = blobs_->Read(fid, start, data.size(), data.data());
     if (s.ok()) InsertBlocks(fid, blob_size, start, data);
   }
   window_loads_->Inc();

@@ -19,8 +19,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "mount/client/blob_store.h"
-#include "mount/core/chunk_cache.h"
+#include "mount/core/clients.h"
+#include "mount/cache/chunk_cache.h"
 #include "shared/metrics.h"
 #include "shared/thread_pool.h"
 

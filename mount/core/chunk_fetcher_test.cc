@@ -11,23 +11,6 @@
 namespace kelp::mount {
 namespace {
 
-// The read path's view of the tiered cache, as mount/cache_hook_tiered.cc builds it.
-class Adapter : public ChunkCache {
- public:
-  explicit Adapter(cache::TieredCache* c) : c_(c) {}
-  bool Read(std::string_view fid, uint64_t bs, uint64_t off, size_t len, char* dst) override {
-    return c_->Read(fid, bs, off, len, dst);
-  }
-  void Insert(std::string_view fid, uint64_t bs, uint64_t off, std::string_view data) override {
-    c_->Insert(fid, bs, off, data);
-  }
-  uint64_t BlockSize(uint64_t bs) const override { return c_->BlockSize(bs); }
-  bool write_through() const override { return c_->write_through(); }
-
- private:
-  cache::TieredCache* c_;
-};
-
 TEST_CASE("random reads fill the tiered cache, a second pass does not go to the volume servers") {
   char tmpl[] = "/tmp/kelp-fetcher-test.XXXXXX";
   std::string dir = mkdtemp(tmpl);
@@ -38,13 +21,12 @@ TEST_CASE("random reads fill the tiered cache, a second pass does not go to the 
     o.chunk_size_limit = 4 << 20;
     auto c = cache::TieredCache::Open(o);
     REQUIRE(c.ok());
-    Adapter adapter(c->get());
     FakeBlobStore blobs;
     std::string blob(4 << 20, '\0');
     for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>(i * 7 + i / 4096);
     auto fid = blobs.Put(blob, false);
     REQUIRE(fid.ok());
-    ChunkFetcher f(&blobs, &adapter, nullptr, ChunkFetcher::Options{});
+    ChunkFetcher f(&blobs, c->get(), nullptr, ChunkFetcher::Options{});
     std::string out(16384, '\0');
     for (uint64_t off : {100000ull, 2000000ull, 3500000ull}) {
       REQUIRE(f.Read(*fid, blob.size(), off, out.size(), out.data(), false).ok());

@@ -102,38 +102,49 @@ uint64_t DirtyBuffer::Truncate(uint64_t size) {
   return before - bytes_;
 }
 
+std::map<uint64_t, std::string>::iterator DirtyBuffer::TakeFullSlotsOf(std::map<uint64_t, std::string>::iterator it,
+                                                                      std::vector<Extent>* out) {
+  uint64_t start = it->first, end = start + it->second.size();
+  uint64_t first_slot = (start + slot_size_ - 1) / slot_size_ * slot_size_;  // first slot start >= start
+  uint64_t last_slot_end = end / slot_size_ * slot_size_;                    // last slot end <= end
+  if (first_slot >= last_slot_end) return std::next(it);
+  std::string data = std::move(it->second);
+  it = extents_.erase(it);
+  bytes_ -= data.size();
+  if (first_slot == start && last_slot_end == end && data.size() == slot_size_) {
+    out->push_back(Extent{start, std::move(data)});
+    return it;
+  }
+  for (uint64_t s = first_slot; s < last_slot_end; s += slot_size_) {
+    out->push_back(Extent{s, data.substr(s - start, slot_size_)});
+  }
+  if (start < first_slot) {
+    std::string left = data.substr(0, first_slot - start);
+    bytes_ += left.size();
+    extents_.emplace(start, std::move(left));
+  }
+  if (last_slot_end < end) {
+    std::string right = data.substr(last_slot_end - start);
+    bytes_ += right.size();
+    it = std::next(extents_.emplace(last_slot_end, std::move(right)).first);
+  }
+  return it;
+}
+
 std::vector<Extent> DirtyBuffer::TakeFullSlots() {
   std::vector<Extent> out;
-  for (auto it = extents_.begin(); it != extents_.end();) {
-    uint64_t start = it->first, end = start + it->second.size();
-    uint64_t first_slot = (start + slot_size_ - 1) / slot_size_ * slot_size_;  // first slot start >= start
-    uint64_t last_slot_end = end / slot_size_ * slot_size_;                    // last slot end <= end
-    if (first_slot >= last_slot_end) {
-      ++it;
-      continue;
-    }
-    std::string data = std::move(it->second);
-    it = extents_.erase(it);
-    bytes_ -= data.size();
-    if (first_slot == start && last_slot_end == end && data.size() == slot_size_) {
-      out.push_back(Extent{start, std::move(data)});
-      continue;
-    }
-    for (uint64_t s = first_slot; s < last_slot_end; s += slot_size_) {
-      out.push_back(Extent{s, data.substr(s - start, slot_size_)});
-    }
-    if (start < first_slot) {
-      std::string left = data.substr(0, first_slot - start);
-      bytes_ += left.size();
-      extents_.emplace(start, std::move(left));
-    }
-    if (last_slot_end < end) {
-      std::string right = data.substr(last_slot_end - start);
-      bytes_ += right.size();
-      it = extents_.emplace(last_slot_end, std::move(right)).first;
-      ++it;
-    }
-  }
+  for (auto it = extents_.begin(); it != extents_.end();) it = TakeFullSlotsOf(it, &out);
+  return out;
+}
+
+std::vector<Extent> DirtyBuffer::TakeFullSlotsAt(uint64_t offset) {
+  std::vector<Extent> out;
+  auto it = extents_.upper_bound(offset);
+  if (it == extents_.begin()) return out;
+  --it;
+  if (it->first + it->second.size() <= offset) return out;
+  // A whole slot needs at least slot_size bytes.
+  if (it->second.size() >= slot_size_) TakeFullSlotsOf(it, &out);
   return out;
 }
 

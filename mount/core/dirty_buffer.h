@@ -41,6 +41,9 @@ class DirtyBuffer {
 
   // Removes and returns the slots an extent covers completely, one extent per slot.
   std::vector<Extent> TakeFullSlots();
+  // The same for the extent holding file byte offset only (the one a write just touched):
+  // O(log n + slots taken), so a writer with many scattered extents does not scan them all.
+  std::vector<Extent> TakeFullSlotsAt(uint64_t offset);
   // Removes and returns everything.
   std::vector<Extent> TakeAll();
 
@@ -55,6 +58,9 @@ class DirtyBuffer {
   uint64_t SlotStart(uint64_t off) const { return off / slot_size_ * slot_size_; }
   // Grows s to hold n bytes without doubling past the end of the slot the extent started in.
   void Reserve(std::string& s, uint64_t extent_start, size_t n) const;
+  // Takes the full slots of the extent at it; returns the iterator after what remains of it.
+  std::map<uint64_t, std::string>::iterator TakeFullSlotsOf(std::map<uint64_t, std::string>::iterator it,
+                                                          std::vector<Extent>* out);
 
   const uint64_t slot_size_;
   std::map<uint64_t, std::string> extents_;  // offset -> bytes

@@ -99,3 +99,32 @@ TEST_CASE("DirtyBuffer truncate drops bytes at and past the size") {
 
 }  // namespace
 }  // namespace kelp::mount
+
+namespace kelp::mount {
+namespace {
+
+TEST_CASE("full slots at a write's offset are the same as a full scan finds there") {
+  DirtyBuffer a(4096), b(4096);
+  for (uint64_t off : {100ull, 9000ull, 50000ull}) {
+    a.Write(off, std::string(10, 'x'));
+    b.Write(off, std::string(10, 'x'));
+  }
+  // A write that fills slots 1 and 2 exactly, and part of 3.
+  a.Write(4096, std::string(2 * 4096 + 100, 'y'));
+  b.Write(4096, std::string(2 * 4096 + 100, 'y'));
+  auto at = a.TakeFullSlotsAt(4096 + 5000);
+  auto all = b.TakeFullSlots();
+  REQUIRE(at.size() == 2);
+  REQUIRE(all.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(at[i].offset == all[i].offset);
+    CHECK(at[i].data == all[i].data);
+  }
+  CHECK(a.bytes() == b.bytes());
+  CHECK(a.extent_count() == b.extent_count());
+  CHECK(a.TakeFullSlotsAt(100).empty());   // a small extent
+  CHECK(a.TakeFullSlotsAt(70000).empty()); // nothing there
+}
+
+}  // namespace
+}  // namespace kelp::mount

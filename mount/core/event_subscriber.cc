@@ -1,12 +1,19 @@
 #include "mount/core/event_subscriber.h"
 
+#include <optional>
+
 #include "mount/core/filesystem.h"
 #include "shared/log.h"
 
 namespace kelp::mount {
 
-EventSubscriber::EventSubscriber(MetaClient* meta, Filesystem* fs, KernelNotifier* notifier, std::string path_prefix)
-    : meta_(meta), fs_(fs), notifier_(notifier), prefix_(std::move(path_prefix)) {}
+EventSubscriber::EventSubscriber(FilerClient* meta, Filesystem* fs, KernelNotifier* notifier, std::string path_prefix,
+                                 std::string client_name)
+    : meta_(meta),
+      fs_(fs),
+      notifier_(notifier),
+      prefix_(std::move(path_prefix)),
+      client_name_(std::move(client_name)) {}
 
 void EventSubscriber::Start() {
   thread_ = std::thread([this] { Loop(); });
@@ -30,7 +37,7 @@ void EventSubscriber::Loop() {
       std::lock_guard lock(mu_);
       if (stopping_) return;
     }
-    auto sub = meta_->Subscribe(next_seq, prefix_);
+    auto sub = meta_->Subscribe(next_seq, prefix_, client_name_);
     if (sub.ok()) {
       std::lock_guard lock(mu_);
       if (stopping_) return;
@@ -38,14 +45,14 @@ void EventSubscriber::Loop() {
     }
     absl::Status end = sub.status();
     while (sub.ok()) {
-      EventStream* stream;
+      FilerClient::EventStream* stream;
       {
         std::lock_guard lock(mu_);
         stream = stream_.get();
       }
-      auto ev = stream->Next();
-      if (!ev.ok()) {
-        end = ev.status();
+      auto ev = std::make_optional<filer::Event>();
+      if (!stream->Next(&*ev)) {
+        end = stream->Finish();
         break;
       }
       failures = 0;
@@ -58,7 +65,10 @@ void EventSubscriber::Loop() {
       } catch (const std::exception& e) {
         spdlog::error("event {}: {}", ev->seq(), e.what());
       }
-      if (ev->seq() > 0) next_seq = ev->seq() + 1;
+      if (ev->seq() > 0) {
+        next_seq = ev->seq() + 1;
+        last_seq_ = ev->seq();
+      }
     }
     {
       std::unique_lock lock(mu_);

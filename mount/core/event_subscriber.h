@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "mount/client/meta_client.h"
+#include "mount/core/clients.h"
 
 namespace kelp::mount {
 
@@ -24,23 +24,28 @@ class KernelNotifier;
 
 class EventSubscriber {
  public:
-  EventSubscriber(MetaClient* meta, Filesystem* fs, KernelNotifier* notifier, std::string path_prefix);
+  EventSubscriber(FilerClient* meta, Filesystem* fs, KernelNotifier* notifier, std::string path_prefix,
+                  std::string client_name);
   ~EventSubscriber() { Stop(); }
 
   void Start();
   void Stop();
+  // The sequence of the last event applied (0 before the first).
+  uint64_t last_seq() const { return last_seq_.load(); }
 
  private:
   void Loop();
 
-  MetaClient* const meta_;
+  FilerClient* const meta_;
   Filesystem* const fs_;
   KernelNotifier* const notifier_;
   const std::string prefix_;
+  const std::string client_name_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::unique_ptr<EventStream> stream_ ABSL_GUARDED_BY(mu_);  // to Cancel() from Stop()
+  std::unique_ptr<FilerClient::EventStream> stream_ ABSL_GUARDED_BY(mu_);  // to Cancel() from Stop()
+  std::atomic<uint64_t> last_seq_{0};
   std::thread thread_;
 };
 

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "filer/client/limits.h"
+#include "filer/client/set_attr.h"
 #include "mount/core/blob_packer.h"
 #include "shared/file_id.h"
 #include "shared/log.h"
@@ -67,7 +69,74 @@ FileData::FileData(FileContext* ctx, const Attr& attr)
   }
 }
 
-bool FileData::HasLocalChangesLocked() const { return !dirty_.empty() || !inflight_.empty() || !pending_.empty(); }
+bool FileData::HasLocalChangesLocked() const {
+  return !dirty_.empty() || !inflight_.empty() || !pending_.empty() || pending_attrs_.valid() != 0;
+}
+
+void FileData::MarkCreatedHere() {
+  std::lock_guard lock(mu_);
+  created_here_ = true;
+}
+
+bool FileData::SetAttrLocally(const filer::SetAttrRequest& req) {
+  constexpr uint32_t kLocal = filer::SET_ATTR_MODE | filer::SET_ATTR_UID | filer::SET_ATTR_GID |
+                              filer::SET_ATTR_SIZE | filer::SET_ATTR_ATIME | filer::SET_ATTR_MTIME |
+                              filer::SET_ATTR_ATIME_NOW | filer::SET_ATTR_MTIME_NOW | filer::SET_ATTR_CTIME;
+  uint64_t freed = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!created_here_ || (req.valid() & ~kLocal) != 0 || !error_.ok()) return false;
+    const int64_t now = NowNs();
+    if (req.valid() & filer::SET_ATTR_SIZE) {
+      // Only while every byte of the file is still in the dirty buffer.
+      if (!committed_.empty() || !inline_data_.empty() || !pending_.empty() || !inflight_.empty() ||
+          req.size() > filer::kMaxFileSize) {
+        return false;
+      }
+      freed = dirty_.Truncate(req.size());
+      size_ = req.size();
+      mtime_ns_ = now;
+      resolved_.reset();
+    }
+    // Made concrete now, so OverlayAttr shows what the commit will set.
+    filer::SetAttrRequest& p = pending_attrs_;
+    const uint32_t v = req.valid();
+    if (v & filer::SET_ATTR_MODE) p.set_mode(req.mode());
+    if (v & filer::SET_ATTR_UID) p.set_uid(req.uid());
+    if (v & filer::SET_ATTR_GID) p.set_gid(req.gid());
+    if (v & (filer::SET_ATTR_ATIME | filer::SET_ATTR_ATIME_NOW)) {
+      p.set_atime_ns(v & filer::SET_ATTR_ATIME_NOW ? now : req.atime_ns());
+    }
+    if (v & (filer::SET_ATTR_MTIME | filer::SET_ATTR_MTIME_NOW)) {
+      p.set_mtime_ns(v & filer::SET_ATTR_MTIME_NOW ? now : req.mtime_ns());
+    }
+    p.set_ctime_ns(v & filer::SET_ATTR_CTIME ? req.ctime_ns() : now);
+    if (v & filer::SET_ATTR_SIZE) p.set_size(req.size());
+    uint32_t bits = v & (filer::SET_ATTR_MODE | filer::SET_ATTR_UID | filer::SET_ATTR_GID | filer::SET_ATTR_SIZE);
+    if (v & (filer::SET_ATTR_ATIME | filer::SET_ATTR_ATIME_NOW)) bits |= filer::SET_ATTR_ATIME;
+    if (v & (filer::SET_ATTR_MTIME | filer::SET_ATTR_MTIME_NOW)) bits |= filer::SET_ATTR_MTIME;
+    p.set_valid(p.valid() | bits | filer::SET_ATTR_CTIME);
+  }
+  if (freed) ctx_->budget->Release(freed);
+  return true;
+}
+
+void FileData::RestoreAttrs(const filer::SetAttrRequest& attrs) {
+  if (attrs.valid() == 0) return;
+  std::lock_guard lock(mu_);
+  filer::SetAttrRequest merged = attrs;
+  const filer::SetAttrRequest& newer = pending_attrs_;  // fields set since win
+  const uint32_t v = newer.valid();
+  if (v & filer::SET_ATTR_MODE) merged.set_mode(newer.mode());
+  if (v & filer::SET_ATTR_UID) merged.set_uid(newer.uid());
+  if (v & filer::SET_ATTR_GID) merged.set_gid(newer.gid());
+  if (v & filer::SET_ATTR_SIZE) merged.set_size(newer.size());
+  if (v & filer::SET_ATTR_ATIME) merged.set_atime_ns(newer.atime_ns());
+  if (v & filer::SET_ATTR_MTIME) merged.set_mtime_ns(newer.mtime_ns());
+  if (v & filer::SET_ATTR_CTIME) merged.set_ctime_ns(newer.ctime_ns());
+  merged.set_valid(attrs.valid() | v);
+  pending_attrs_ = std::move(merged);
+}
 
 bool FileData::Revalidate(const Attr& attr) {
   std::lock_guard lock(mu_);
@@ -93,6 +162,18 @@ void FileData::MarkStale() {
   inline_data_.clear();
   resolved_.reset();
   ++load_generation_;
+}
+
+void FileData::Preload(const filer::GetChunksResponse& content) {
+  std::lock_guard lock(mu_);
+  const Attr& a = content.attr();
+  if (loaded_ || a.version() < known_version_) return;
+  committed_.assign(content.chunks().begin(), content.chunks().end());
+  inline_data_ = content.inline_data();
+  view_version_ = known_version_ = a.version();
+  if (!HasLocalChangesLocked()) size_ = a.size();
+  loaded_ = true;
+  resolved_.reset();
 }
 
 void FileData::NoteOwnAttrChange(const Attr& attr) {
@@ -221,7 +302,7 @@ void FileData::CommitInBackground() {
     // Only the prefix no earlier upload is still working on.
     barrier = inflight_.empty() ? next_seq_ - 1 : inflight_.begin()->first - 1;
   }
-  absl::Status s = Commit(barrier, false);
+  absl::Status s = Commit(barrier, false, nullptr);
   if (!s.ok()) spdlog::warn("inode {}: background commit: {}", ino_, s);  // the next flush retries
   {
     std::lock_guard lock(mu_);
@@ -244,7 +325,9 @@ absl::Status FileData::Write(uint64_t offset, std::string_view data) {
     grew = dirty_.Write(offset, data);
     size_ = std::max<uint64_t>(size_, offset + data.size());
     mtime_ns_ = NowNs();
-    std::vector<Extent> full = dirty_.TakeFullSlots();
+    // A write after an explicit mtime sets the time again.
+    pending_attrs_.set_valid(pending_attrs_.valid() & ~(filer::SET_ATTR_MTIME | filer::SET_ATTR_CTIME));
+    std::vector<Extent> full = dirty_.TakeFullSlotsAt(offset);
     if (!full.empty()) up = NewUploadLocked(std::move(full));
   }
   if (grew < data.size()) ctx_->budget->Release(data.size() - grew);
@@ -297,7 +380,7 @@ std::shared_ptr<const FileData::Resolved> FileData::ResolvedLocked() {
   std::vector<const filer::Chunk*> ptrs;
   ptrs.reserve(r->chunks.size());
   for (const auto& c : r->chunks) ptrs.push_back(&c);
-  r->intervals = ResolveVisibleIntervals(ptrs, size_, r->inline_data.size());
+  r->intervals = filer::ResolveVisibleIntervals(ptrs, size_, r->inline_data.size());
   resolved_ = r;
   return r;
 }
@@ -331,7 +414,7 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
   covered = Merge(std::move(covered));
   // Fill the ranges no memory layer covered from the resolved chunks.
   size_t ci = 0;
-  for (const VisibleInterval& v : ClipIntervals(res->intervals, offset, n)) {
+  for (const filer::VisibleInterval& v : filer::ClipIntervals(res->intervals, offset, n)) {
     uint64_t pos = v.offset, end = v.end();
     while (pos < end) {
       while (ci < covered.size() && covered[ci].second <= pos) ++ci;
@@ -344,14 +427,14 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
       char* out = dst + (pos - offset);
       uint64_t len_piece = piece_end - pos;
       switch (v.source) {
-        case VisibleInterval::Source::kHole:
+        case filer::VisibleInterval::Source::kHole:
           std::memset(out, 0, len_piece);
           break;
-        case VisibleInterval::Source::kInline:
+        case filer::VisibleInterval::Source::kInline:
           if (pos + len_piece > res->inline_data.size()) return PosixError(EIO, "inline data shorter than its interval");
           std::memcpy(out, res->inline_data.data() + pos, len_piece);
           break;
-        case VisibleInterval::Source::kChunk: {
+        case filer::VisibleInterval::Source::kChunk: {
           uint64_t boff = v.blob_offset + (pos - v.offset);
           absl::Status s = ctx_->fetcher->Read(v.chunk->fid(), v.chunk->blob_size(), boff, len_piece, out, sequential);
           if (!s.ok()) return PosixError(EIO, kelp::StrCat("read of inode ", ino_, ": ", s.message()));
@@ -367,8 +450,8 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
     uint64_t ahead = ctx_->fetcher->window() * ctx_->fetcher->depth();
     uint64_t from = offset + n;
     if (from < res->file_size) {
-      for (const VisibleInterval& v : ClipIntervals(res->intervals, from, std::min(ahead, res->file_size - from))) {
-        if (v.source != VisibleInterval::Source::kChunk || v.chunk->blob_size() == 0) continue;
+      for (const filer::VisibleInterval& v : filer::ClipIntervals(res->intervals, from, std::min(ahead, res->file_size - from))) {
+        if (v.source != filer::VisibleInterval::Source::kChunk || v.chunk->blob_size() == 0) continue;
         for (uint64_t b = v.blob_offset; b < v.blob_offset + v.size; b += ctx_->fetcher->window()) {
           ctx_->fetcher->PrefetchAt(v.chunk->fid(), v.chunk->blob_size(), b);
         }
@@ -393,11 +476,11 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
 }
 
 bool FileData::InlineEligibleLocked() const {
-  return ctx_->max_inline > 0 && ctx_->inline_supported.load() && size_ <= ctx_->max_inline && loaded_ &&
+  return ctx_->max_inline > 0 && size_ <= ctx_->max_inline && loaded_ &&
          committed_.empty() && pending_.empty() && inflight_.empty() && error_.ok();
 }
 
-absl::StatusOr<bool> FileData::WriteInline(const std::shared_ptr<Upload>& up, bool sync) {
+absl::Status FileData::WriteInline(const std::shared_ptr<Upload>& up, bool sync, filer::SetAttrRequest* attrs) {
   std::string content;
   int64_t mtime;
   {
@@ -415,22 +498,27 @@ absl::StatusOr<bool> FileData::WriteInline(const std::shared_ptr<Upload>& up, bo
     std::lock_guard lock(mu_);
     ++commits_in_flight_;
   }
-  auto attr = ctx_->meta->WriteInline(ino_, content, mtime, sync);
+  filer::WriteInlineRequest req;
+  req.set_ino(ino_);
+  req.set_data(std::move(content));
+  req.set_mtime_ns(mtime);
+  req.set_sync(sync);
+  if (attrs->valid() & ~filer::SET_ATTR_SIZE) {  // the content's length is the size
+    *req.mutable_attrs() = *attrs;
+    req.mutable_attrs()->set_valid(attrs->valid() & ~filer::SET_ATTR_SIZE);
+  }
+  auto attr = ctx_->meta->WriteInline(req);
   {
     std::lock_guard lock(mu_);
     --commits_in_flight_;
     if (attr.ok()) known_version_ = std::max<uint64_t>(known_version_, attr->version());
   }
-  if (!attr.ok() && attr.status().code() == absl::StatusCode::kUnimplemented) {
-    ctx_->inline_supported = false;
-    spdlog::info("filer does not take inline data; small files go to volume servers");
-    return false;
-  }
   if (!attr.ok()) return attr.status();
+  attrs->Clear();
   {
     std::lock_guard lock(mu_);
     inflight_.erase(up->seq);
-    inline_data_ = std::move(content);
+    inline_data_ = std::move(*req.mutable_data());
     committed_.clear();
     loaded_ = true;
     view_version_ = attr->version();
@@ -441,7 +529,7 @@ absl::StatusOr<bool> FileData::WriteInline(const std::shared_ptr<Upload>& up, bo
   cv_.notify_all();
   ctx_->budget->Release(up->bytes);
   if (ctx_->on_attr) ctx_->on_attr(*attr);
-  return true;
+  return absl::OkStatus();
 }
 
 absl::Status FileData::Flush(bool sync) {
@@ -457,12 +545,13 @@ absl::Status FileData::Flush(bool sync) {
   bool small;
   {
     std::lock_guard lock(mu_);
-    small = ctx_->max_inline > 0 && ctx_->inline_supported.load() && size_ <= ctx_->max_inline && !dirty_.empty();
+    small = ctx_->max_inline > 0 && size_ <= ctx_->max_inline && !dirty_.empty();
   }
   if (small) EnsureLoaded().IgnoreError();  // on failure: not inline
   // An fsync's last upload is durable by itself (?fsync=true) when no other upload of this file
   // awaits a sync: one round trip instead of two for the common write-then-fsync.
   bool durable_upload = false;
+  filer::SetAttrRequest attrs;  // attribute changes made here, sent with the data
   {
     std::lock_guard lock(mu_);
     if (!dirty_.empty()) {
@@ -471,16 +560,18 @@ absl::Status FileData::Flush(bool sync) {
       up = NewUploadLocked(dirty_.TakeAll());
     }
     barrier = next_seq_ - 1;
+    attrs = std::exchange(pending_attrs_, {});
+    attrs.set_ino(ino_);
   }
   absl::Status result;
   bool done_inline = false;
   if (up && try_inline) {
-    auto r = WriteInline(up, sync);
+    absl::Status r = WriteInline(up, sync, &attrs);
     if (!r.ok()) {
       // Keep the data: it goes to a volume server instead.
-      spdlog::warn("inode {}: inline write failed ({}); uploading instead", ino_, r.status());
+      spdlog::warn("inode {}: inline write failed ({}); uploading instead", ino_, r);
     } else {
-      done_inline = *r;
+      done_inline = true;
     }
   }
   if (up && !done_inline) RunUpload(up, durable_upload);
@@ -495,8 +586,9 @@ absl::Status FileData::Flush(bool sync) {
     absl::Status d = SyncUploads();
     if (result.ok()) result = d;
   }
-  absl::Status c = Commit(barrier, sync);
+  absl::Status c = Commit(barrier, sync, &attrs);
   if (result.ok()) result = c;
+  RestoreAttrs(attrs);  // what did not reach the filer goes with the next flush
   {
     std::lock_guard lock(mu_);
     flushing_ = false;
@@ -524,9 +616,10 @@ absl::Status FileData::SyncUploads() {
   return PosixError(EIO, kelp::StrCat("fsync: ", s.message()));
 }
 
-absl::Status FileData::Commit(uint64_t barrier, bool sync) {
+absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest* attrs) {
   filer::CommitChunksRequest req;
   size_t count = 0;
+  const bool with_attrs = attrs != nullptr && attrs->valid() != 0;
   {
     std::lock_guard lock(mu_);
     uint64_t min_size = 0;
@@ -543,10 +636,23 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync) {
       req.set_min_size(std::min<uint64_t>(min_size, size_));
       req.set_mtime_ns(mtime_ns_);
       req.set_sync(sync);
+      if (with_attrs) {
+        // A local truncate: the data never reaches past the size, a commit only raises it.
+        if (attrs->valid() & filer::SET_ATTR_SIZE) req.set_min_size(std::max(req.min_size(), attrs->size()));
+        *req.mutable_attrs() = *attrs;
+        req.mutable_attrs()->set_valid(attrs->valid() & ~filer::SET_ATTR_SIZE);
+      }
       ++commits_in_flight_;
     }
   }
   if (count == 0) {
+    if (with_attrs) {
+      // No data to carry them: the changes go by themselves.
+      auto a = ctx_->meta->SetAttr(*attrs);
+      if (!a.ok()) return PosixError(ErrnoOf(a.status()), kelp::StrCat("setattr: ", a.status().message()));
+      attrs->Clear();
+      if (ctx_->on_attr) ctx_->on_attr(*a);
+    }
     if (sync) return ctx_->meta->Fsync(ino_);
     return absl::OkStatus();
   }
@@ -561,6 +667,7 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync) {
     // The data is uploaded and kept pending: a later flush commits it again.
     return PosixError(err == ENOSPC || err == EDQUOT ? err : EIO, kelp::StrCat("commit: ", resp.status().message()));
   }
+  if (with_attrs) attrs->Clear();
   {
     std::lock_guard lock(mu_);
     uint64_t new_version = resp->attr().version();
@@ -617,6 +724,11 @@ void FileData::OverlayAttr(Attr* a) const {
   if (mtime_ns_ != 0) {
     a->set_mtime_ns(std::max(a->mtime_ns(), mtime_ns_));
     a->set_ctime_ns(std::max(a->ctime_ns(), mtime_ns_));
+  }
+  if (pending_attrs_.valid() != 0) {
+    int64_t ctime = a->ctime_ns();
+    filer::ApplySetAttr(pending_attrs_, 0, a);  // concrete values: "now" is not used
+    if (!(pending_attrs_.valid() & filer::SET_ATTR_CTIME)) a->set_ctime_ns(ctime);
   }
 }
 

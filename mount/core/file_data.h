@@ -28,11 +28,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mount/client/blob_store.h"
-#include "mount/client/meta_client.h"
+#include "mount/core/clients.h"
 #include "mount/core/chunk_fetcher.h"
 #include "mount/core/dirty_buffer.h"
-#include "mount/core/visible_intervals.h"
+#include "mount/core/clients.h"
+#include "filer/client/chunk_intervals.h"
 #include "mount/core/write_budget.h"
 #include "shared/thread_pool.h"
 
@@ -52,7 +52,7 @@ class VolumeSet {
 
 // Services every FileData of a mount shares. Owned by the Filesystem; outlives every FileData.
 struct FileContext {
-  MetaClient* meta = nullptr;
+  FilerClient* meta = nullptr;
   BlobStore* blobs = nullptr;
   ChunkFetcher* fetcher = nullptr;
   WriteBudget* budget = nullptr;
@@ -63,7 +63,6 @@ struct FileContext {
   // covers what an earlier, closed one wrote.
   VolumeSet closed_unsynced;
   uint32_t max_inline = 4096;     // files up to this size are written inline; 0 = never
-  std::atomic<bool> inline_supported{true};  // cleared when the filer answers UNIMPLEMENTED
   // Called (without locks) with the attributes a commit returned.
   std::function<void(const Attr&)> on_attr;
 };
@@ -93,6 +92,9 @@ class FileData : public std::enable_shared_from_this<FileData> {
   bool Revalidate(const Attr& attr);
   // The content changed elsewhere (event stream): reload the chunk list on the next read.
   void MarkStale();
+  // The filer's content as an Open answered it: taken as the chunk list when nothing newer
+  // is known, so the first read costs no GetChunks.
+  void Preload(const filer::GetChunksResponse& content);
 
   // Stores data at offset. Blocks while the write budget is exhausted.
   absl::Status Write(uint64_t offset, std::string_view data);
@@ -110,6 +112,15 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // This mount changed attributes other than the content (chmod, utimes...) and the filer
   // answered attr: the cached chunk list stays valid if nothing else happened in between.
   void NoteOwnAttrChange(const Attr& attr);
+
+  // This mount created the file (nobody else has it changed yet): attribute changes made
+  // while it is open here may wait for the commit.
+  void MarkCreatedHere();
+  // Takes req (mode, owner, times; a size while nothing of the file was uploaded yet) as a
+  // change to send with the next commit, in the same call as the data, instead of a SetAttr of
+  // its own (tar's chown, chmod and utimes of each file it writes). False when the filer must
+  // apply it now: the file was not created here, or its content is already on the filer.
+  bool SetAttrLocally(const filer::SetAttrRequest& req);
 
   uint64_t size() const;
   uint64_t dirty_bytes() const;
@@ -132,7 +143,7 @@ class FileData : public std::enable_shared_from_this<FileData> {
     uint64_t file_size = 0;
     std::vector<filer::Chunk> chunks;
     std::string inline_data;
-    std::vector<VisibleInterval> intervals;
+    std::vector<filer::VisibleInterval> intervals;
   };
 
   // Starts an upload of extents (taken from dirty_) in the background, or runs it here.
@@ -145,11 +156,14 @@ class FileData : public std::enable_shared_from_this<FileData> {
   absl::Status EnsureLoaded();
   std::shared_ptr<const Resolved> ResolvedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CommitInBackground();
-  // Commits pending chunks of local seq <= barrier, in order.
-  absl::Status Commit(uint64_t barrier, bool sync);
+  // Commits pending chunks of local seq <= barrier, in order, with the attribute changes in
+  // attrs; a commit with no chunks sends attrs by SetAttr.
+  absl::Status Commit(uint64_t barrier, bool sync, filer::SetAttrRequest* attrs);
   bool HasLocalChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes the whole (small) content of up inline; false when the filer cannot.
-  absl::StatusOr<bool> WriteInline(const std::shared_ptr<Upload>& up, bool sync);
+  // Writes the whole (small) content of up inline, with the attribute changes in attrs.
+  absl::Status WriteInline(const std::shared_ptr<Upload>& up, bool sync, filer::SetAttrRequest* attrs);
+  // Puts attribute changes that did not reach the filer back, under newer ones made since.
+  void RestoreAttrs(const filer::SetAttrRequest& attrs);
   bool InlineEligibleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   FileContext* const ctx_;
@@ -175,6 +189,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // first failed background upload, until reported
   std::set<uint32_t> unsynced_ ABSL_GUARDED_BY(mu_);  // volumes of lazy uploads since the last sync
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  // Attribute changes made here for the next commit, with concrete times (no *_NOW bits) and
+  // CTIME set: applied over the filer's attributes by OverlayAttr.
+  bool created_here_ ABSL_GUARDED_BY(mu_) = false;
+  filer::SetAttrRequest pending_attrs_ ABSL_GUARDED_BY(mu_);
   int commits_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

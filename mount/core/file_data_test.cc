@@ -5,16 +5,15 @@
 
 #include <random>
 
-#include "mount/client/sync_tracking_meta_client.h"
 #include "mount/testing/fake_blob_store.h"
-#include "mount/testing/fake_filer.h"
+#include "mount/testing/test_filer.h"
 #include "shared/status.h"
 
 namespace kelp::mount {
 namespace {
 
 struct Env {
-  FakeFiler filer;
+  TestFiler filer;
   FakeBlobStore blobs;
   WriteBudget budget;
   ThreadPool pool{"test-up", 4, 8};
@@ -23,7 +22,7 @@ struct Env {
   Attr attr;
 
   Env(uint64_t chunk, uint64_t budget_bytes, uint32_t max_inline) : budget(budget_bytes) {
-    ctx.meta = &filer;
+    ctx.meta = filer.client();
     ctx.blobs = &blobs;
     ctx.fetcher = &fetcher;
     ctx.budget = &budget;
@@ -34,9 +33,9 @@ struct Env {
     req.set_parent(1);
     req.set_name("f");
     req.set_mode(S_IFREG | 0644);
-    attr = *filer.Create(req, nullptr);
+    attr = *filer.client()->Create(req);
   }
-  std::shared_ptr<FileData> Open() { return std::make_shared<FileData>(&ctx, *filer.GetAttr(attr.ino())); }
+  std::shared_ptr<FileData> Open() { return std::make_shared<FileData>(&ctx, *filer.client()->GetAttr(attr.ino())); }
 };
 
 std::string ReadAll(FileData& f, uint64_t size) {
@@ -92,7 +91,7 @@ TEST_CASE("a flush packs scattered small writes into one upload and one commit")
   REQUIRE(env.blobs.puts() == 0);
   REQUIRE(f->Flush(false).ok());
   REQUIRE(env.blobs.puts() == 1);
-  REQUIRE(env.filer.commits == 1);
+  REQUIRE(env.filer.calls(FilerMethod::kCommitChunks) == 1);
   auto g = env.Open();
   std::string out(16384, '\0');
   REQUIRE(*g->Read(42 * 1000000, 16384, out.data(), false) == 16384);
@@ -108,9 +107,9 @@ TEST_CASE("full chunks upload in the background before the flush") {
   // 256 KiB = 4 full 64 KiB chunks: uploaded without a flush.
   for (int i = 0; i < 100 && env.blobs.puts() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(env.blobs.puts() == 4);
-  REQUIRE(env.filer.commits == 0);
+  REQUIRE(env.filer.calls(FilerMethod::kCommitChunks) == 0);
   REQUIRE(f->Flush(false).ok());
-  REQUIRE(env.filer.commits == 1);
+  REQUIRE(env.filer.calls(FilerMethod::kCommitChunks) == 1);
 }
 
 TEST_CASE("an upload error comes back from write and flush, not swallowed") {
@@ -137,10 +136,10 @@ TEST_CASE("a commit that fails is retried by the next flush") {
   Env env(4096, 1 << 20, 0);
   auto f = env.Open();
   REQUIRE(f->Write(0, std::string(5000, 'a')).ok());
-  env.filer.down = true;
+  env.filer.SetDown(true);
   REQUIRE(ErrnoOf(f->Flush(false)) == EIO);
   REQUIRE(f->HasLocalChanges());
-  env.filer.down = false;
+  env.filer.SetDown(false);
   REQUIRE(f->Flush(false).ok());
   REQUIRE_FALSE(f->HasLocalChanges());
   REQUIRE(ReadAll(*env.Open(), 5000) == std::string(5000, 'a'));
@@ -151,9 +150,9 @@ TEST_CASE("small files are written inline, fsync syncs the filer and the uploads
   auto f = env.Open();
   REQUIRE(f->Write(0, "hello").ok());
   REQUIRE(f->Flush(true).ok());
-  REQUIRE(env.filer.inline_writes == 1);
+  REQUIRE(env.filer.calls(FilerMethod::kWriteInline) == 1);
   REQUIRE(env.blobs.puts() == 0);
-  REQUIRE(env.filer.synced_commits == 1);
+  REQUIRE(env.filer.synced_calls() == 1);
   REQUIRE(f->Write(5, " world").ok());
   REQUIRE(f->Flush(false).ok());
   REQUIRE(ReadAll(*env.Open(), 11) == "hello world");
@@ -202,11 +201,11 @@ TEST_CASE("a writer that never closes still gets its uploaded chunks committed")
   for (int i = 0; i < 200; ++i) REQUIRE(f->Write(static_cast<uint64_t>(i) * 4096, std::string(4096, 'w')).ok());
   // Background commits cover the uploaded prefix: uploads finish out of order under load, so
   // the first commit may be short; wait for the committed size to reach the threshold.
-  auto committed = [&] { return env.filer.GetAttr(env.attr.ino())->size(); };
+  auto committed = [&] { return env.filer.client()->GetAttr(env.attr.ino())->size(); };
   for (int i = 0; i < 500 && committed() < FileData::kBackgroundCommitChunks * 4096; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  REQUIRE(env.filer.commits > 0);
+  REQUIRE(env.filer.calls(FilerMethod::kCommitChunks) > 0);
   REQUIRE(committed() >= FileData::kBackgroundCommitChunks * 4096);
   REQUIRE(f->Flush(false).ok());
   REQUIRE(ReadAll(*env.Open(), 200 * 4096) == std::string(200 * 4096, 'w'));
@@ -231,7 +230,7 @@ TEST_CASE("close uploads lazily, fsync syncs each volume of the file's blobs onc
   CHECK(env.blobs.synced_puts() == 0);
   CHECK(env.blobs.volatile_blobs() == 11);
   CHECK(env.blobs.sync_calls() == 0);
-  CHECK(env.filer.synced_commits == 0);
+  CHECK(env.filer.synced_calls() == 0);
 
   REQUIRE(f->Flush(true).ok());
   CHECK(env.blobs.volatile_blobs() == 0);
@@ -248,7 +247,9 @@ TEST_CASE("close uploads lazily, fsync syncs each volume of the file's blobs onc
   CHECK(env.blobs.synced_puts() == 1);
   CHECK(env.blobs.sync_calls() == 1);
   CHECK(env.blobs.volatile_blobs() == 0);
-  CHECK(env.filer.synced_commits == 1);
+  // The filer: one Fsync for the close's commit, one commit with sync; the fsync with nothing
+  // new asked for nothing.
+  CHECK(env.filer.synced_calls() == 2);
 }
 
 TEST_CASE("a failed volume sync fails fsync with EIO, the next fsync syncs again") {
@@ -285,17 +286,15 @@ TEST_CASE("fsync through a new descriptor covers what a closed one wrote") {
 // filer RPC; one after a close that committed without sync does.
 TEST_CASE("fsync of an unchanged file skips the filer's WAL sync") {
   Env env(64 << 10, 16 << 20, 0);
-  SyncTrackingMetaClient meta(&env.filer);
-  env.ctx.meta = &meta;
   auto f = env.Open();
   REQUIRE(f->Write(0, std::string(100, 'a')).ok());
   REQUIRE(f->Flush(true).ok());
-  CHECK(env.filer.synced_commits == 1);
-  size_t calls = env.filer.calls;
+  CHECK(env.filer.synced_calls() == 1);
+  uint64_t calls = env.filer.total_calls();
   REQUIRE(f->Flush(true).ok());
   REQUIRE(f->Flush(true).ok());
-  CHECK(env.filer.calls == calls);
-  CHECK(env.filer.fsyncs == 0);
+  CHECK(env.filer.total_calls() == calls);
+  CHECK(env.filer.calls(FilerMethod::kFsync) == 0);
 
   REQUIRE(f->Write(100, "b").ok());
   REQUIRE(f->Flush(false).ok());  // close: committed, not synced
@@ -303,7 +302,7 @@ TEST_CASE("fsync of an unchanged file skips the filer's WAL sync") {
   f.reset();
   auto g = env.Open();
   REQUIRE(g->Flush(true).ok());
-  CHECK(env.filer.fsyncs == 1);
+  CHECK(env.filer.calls(FilerMethod::kFsync) == 1);
   CHECK(env.blobs.volatile_blobs() == 0);
   REQUIRE(ReadAll(*env.Open(), 101) == std::string(100, 'a') + "b");
 }

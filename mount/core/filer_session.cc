@@ -3,8 +3,15 @@
 #include <vector>
 
 #include "shared/log.h"
+#include "shared/status.h"
 
 namespace kelp::mount {
+namespace {
+
+// How long a release waits for others to go with it.
+constexpr std::chrono::milliseconds kReleaseDelay{20};
+
+}  // namespace
 
 absl::Status FilerSession::Start(const std::string& client) {
   auto r = meta_->OpenSession(client);
@@ -32,7 +39,32 @@ void FilerSession::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  for (const auto& [ino, n] : open) meta_->Release(id, ino).IgnoreError();
+  std::vector<uint64_t> inodes;
+  {
+    std::lock_guard lock(mu_);
+    inodes.swap(releases_);
+  }
+  for (const auto& [ino, n] : open) inodes.push_back(ino);
+  if (!id.empty()) SendReleases(std::move(inodes), id);
+}
+
+void FilerSession::SendReleases(std::vector<uint64_t> inodes, const std::string& id) {
+  if (inodes.empty()) return;
+  absl::Status s = meta_->Release(id, inodes);
+  if (!s.ok() && s.code() != absl::StatusCode::kNotFound) {
+    spdlog::warn("release of {} inodes at the filer failed: {}", inodes.size(), s);
+  }
+}
+
+void FilerSession::FlushReleases() {
+  std::vector<uint64_t> inodes;
+  std::string id;
+  {
+    std::lock_guard lock(mu_);
+    inodes.swap(releases_);
+    id = id_;
+  }
+  SendReleases(std::move(inodes), id);
 }
 
 std::string FilerSession::id() const {
@@ -57,48 +89,80 @@ absl::Status FilerSession::Reattach() {
   return s;
 }
 
-absl::Status FilerSession::Open(uint64_t ino, bool already_open) {
+absl::StatusOr<filer::GetChunksResponse> FilerSession::Open(uint64_t ino, bool with_content) {
   std::string id;
+  bool first;
   {
     std::lock_guard lock(mu_);
-    int& n = open_[ino];
-    if (n++ > 0 || already_open) return absl::OkStatus();
+    first = open_[ino]++ == 0;
     id = id_;
   }
-  absl::Status s = meta_->Open(id, ino);
-  if (s.code() == absl::StatusCode::kNotFound && Reattach().ok()) s = meta_->Open(id, ino);  // the filer lost us
-  if (!s.ok()) {
+  absl::StatusOr<filer::GetChunksResponse> r;
+  if (first) {
+    r = meta_->Open(id, ino, with_content);
+    if (r.status().code() == absl::StatusCode::kNotFound && Reattach().ok()) {
+      r = meta_->Open(id, ino, with_content);  // the filer lost our session ("unknown session")
+    }
+  } else {
+    auto a = meta_->GetAttr(ino);
+    if (a.ok()) {
+      r.emplace();
+      *r->mutable_attr() = std::move(*a);
+    } else {
+      r = a.status();
+    }
+  }
+  if (!r.ok()) {
     std::lock_guard lock(mu_);
     auto it = open_.find(ino);
-    if (it != open_.end() && --it->second == 0) open_.erase(it);
+    if (it != open_.end() && --it->second == 0) {
+      open_.erase(it);
+      if (!first) releases_.push_back(ino);  // the filer counted an earlier handle
+    }
   }
-  return s;
+  return r;
+}
+
+void FilerSession::OpenedByCreate(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  ++open_[ino];
 }
 
 void FilerSession::Release(uint64_t ino) {
-  std::string id;
+  bool first;
   {
     std::lock_guard lock(mu_);
     auto it = open_.find(ino);
     if (it == open_.end()) return;
     if (--it->second > 0) return;
     open_.erase(it);
-    id = id_;
+    first = releases_.empty();
+    releases_.push_back(ino);
   }
-  absl::Status s = meta_->Release(id, ino);
-  if (!s.ok() && s.code() != absl::StatusCode::kNotFound) {
-    spdlog::warn("release of inode {} at the filer failed: {}", ino, s);
-  }
+  // Only the first of a batch wakes the session thread; the rest wait with it.
+  if (first) cv_.notify_all();
 }
 
 void FilerSession::KeepAliveLoop() {
   std::unique_lock lock(mu_);
   bool reattach = false;
+  auto next_keepalive = std::chrono::steady_clock::now();
   while (!stopping_) {
     auto wait = std::chrono::milliseconds(reattach ? 1000 : lease_ms_ / 3);
-    cv_.wait_for(lock, wait, [&] { return stopping_; });
+    cv_.wait_until(lock, next_keepalive + wait, [&] { return stopping_ || !releases_.empty(); });
     if (stopping_) break;
     std::string id = id_;
+    if (!releases_.empty()) {
+      // Gather the releases of a burst of closes into one call.
+      cv_.wait_for(lock, kReleaseDelay, [&] { return stopping_; });
+      std::vector<uint64_t> inodes;
+      inodes.swap(releases_);
+      lock.unlock();
+      SendReleases(std::move(inodes), id);
+      lock.lock();
+      if (std::chrono::steady_clock::now() < next_keepalive + wait) continue;
+    }
+    next_keepalive = std::chrono::steady_clock::now();
     std::vector<uint64_t> inodes;
     if (reattach) {
       for (const auto& [ino, n] : open_) inodes.push_back(ino);

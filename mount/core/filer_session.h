@@ -1,8 +1,11 @@
 // FilerSession: this mount's session with the filer. The filer keeps an unlinked inode alive
 // (an orphan) while some session holds it open, so data stays readable through an open
-// descriptor after unlink or rename-over. The session counts opens per inode (one Open RPC for
-// the first handle, one Release for the last) and a thread sends KeepAlive every third of the
-// lease; if the filer lost the session (restart, lapse) it is re-attached with the open inodes.
+// descriptor after unlink or rename-over. The session counts opens per inode: the first handle
+// costs the Open call (which also answers the attributes, and the content when asked), the
+// last one's Release goes to the filer in the background, batched with others (a late release
+// only keeps an orphan a little longer). A thread sends KeepAlive every third of the lease and
+// the queued releases as they come; if the filer lost the session (restart, lapse) it is
+// re-attached with the open inodes.
 //
 // Thread-safety: Open/Release/id from any thread. Start/Stop from the owner thread.
 #pragma once
@@ -13,40 +16,49 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "mount/client/meta_client.h"
+#include "mount/core/clients.h"
 
 namespace kelp::mount {
 
 class FilerSession {
  public:
-  explicit FilerSession(MetaClient* meta) : meta_(meta) {}
+  explicit FilerSession(FilerClient* meta) : meta_(meta) {}
   ~FilerSession() { Stop(); }
 
   absl::Status Start(const std::string& client);
   void Stop();  // releases every open inode and ends the keep-alive thread
 
   std::string id() const;
-  // The first Open of an inode tells the filer; later ones only count. already_open: the filer
-  // counted it already (Create with open_handle).
-  absl::Status Open(uint64_t ino, bool already_open = false);
+  // Counts an open handle of ino and answers its attributes as the filer has them now
+  // (close-to-open): the first handle in this mount costs the Open call (with the content when
+  // with_content), later ones a GetAttr (no content).
+  absl::StatusOr<filer::GetChunksResponse> Open(uint64_t ino, bool with_content);
+  // The filer counted this open already (Create with open_handle).
+  void OpenedByCreate(uint64_t ino);
+  // Drops a handle; the last one's release is queued for the filer.
   void Release(uint64_t ino);
+  // Sends the queued releases now (tests; Stop does it too).
+  void FlushReleases();
   // Tells the filer again which inodes this session holds open, recreating the session under
   // its id (after the filer answered NOT_FOUND for it: a restart or a lapse).
   absl::Status Reattach();
 
  private:
   void KeepAliveLoop();
+  void SendReleases(std::vector<uint64_t> inodes, const std::string& id);
 
-  MetaClient* const meta_;
+  FilerClient* const meta_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string id_ ABSL_GUARDED_BY(mu_);
   std::string client_ ABSL_GUARDED_BY(mu_);
   uint32_t lease_ms_ ABSL_GUARDED_BY(mu_) = 30000;
   std::map<uint64_t, int> open_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> releases_ ABSL_GUARDED_BY(mu_);  // queued for the filer
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -12,11 +12,14 @@
 
 namespace kelp::mount {
 
-Filesystem::Filesystem(MetaClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options)
+Filesystem::Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options)
     : meta_(meta),
       blobs_(blobs),
       opts_(std::move(options)),
       cache_(opts_.attr_ttl, opts_.entry_ttl),
+      // Events outside a -filer.path subtree do not reach this mount, and without the event
+      // stream nothing keeps a listing current.
+      track_listings_(opts_.subscribe && (opts_.filer_path.empty() || opts_.filer_path == "/")),
       budget_(opts_.write_buffer),
       session_(meta) {
   upload_pool_ = std::make_unique<ThreadPool>("kelp-upload", opts_.concurrent_writers, opts_.concurrent_writers * 2);
@@ -61,9 +64,7 @@ absl::Status Filesystem::Start() {
   auto root = meta_->GetAttr(ino);
   if (!root.ok()) {
     return absl::Status(root.status().code(), kelp::StrCat("cannot read the filer's root: ", root.status().ToString(),
-                                                           root.status().code() == absl::StatusCode::kUnimplemented
-                                                               ? " (this filer does not serve the Filer API)"
-                                                               : ""));
+                                                           ""));
   }
   root_ = ino;
   if (absl::Status s = session_.Start(opts_.client_name); !s.ok()) {
@@ -74,9 +75,11 @@ absl::Status Filesystem::Start() {
 
 void Filesystem::StartEvents(KernelNotifier* notifier) {
   if (!opts_.subscribe || subscriber_) return;
-  subscriber_ = std::make_unique<EventSubscriber>(meta_, this, notifier, opts_.filer_path);
+  subscriber_ = std::make_unique<EventSubscriber>(meta_, this, notifier, opts_.filer_path, opts_.client_name);
   subscriber_->Start();
 }
+
+uint64_t Filesystem::last_event_seq() const { return subscriber_ ? subscriber_->last_seq() : 0; }
 
 absl::Status Filesystem::FlushAll() {
   absl::Status first;
@@ -114,6 +117,36 @@ void Filesystem::Remember(const Attr& a) { cache_.PutAttr(a); }
 void Filesystem::DirChanged(uint64_t dir, const Attr& after) {
   cache_.DropAttr(dir);
   if (after.ino() == dir) Remember(after);
+}
+
+void Filesystem::ListingAdded(uint64_t dir, const Attr& dir_after, std::string_view name, uint64_t ino) {
+  if (dir_after.ino() != dir) return listings_.Forget(dir);
+  listings_.Added(dir, dir_after.version(), name, ino);
+}
+
+void Filesystem::ListingRemoved(uint64_t dir, const Attr& dir_after, std::string_view name) {
+  if (dir_after.ino() != dir) return listings_.Forget(dir);
+  listings_.Removed(dir, dir_after.version(), name);
+}
+
+void Filesystem::ListingRenamed(uint64_t parent, uint64_t parent_version, std::string_view name,
+                                uint64_t new_parent, uint64_t new_parent_version, std::string_view new_name,
+                                uint64_t ino, bool exchange) {
+  if (exchange) {  // rare: forget both rather than reason about half-known swaps
+    listings_.Forget(parent);
+    listings_.Forget(new_parent);
+    return;
+  }
+  std::string from(name), to(new_name);
+  if (parent == new_parent) {
+    listings_.Apply(parent, parent_version, [&](auto& names) {
+      names.erase(from);
+      names[to] = ino;
+    });
+    return;
+  }
+  listings_.Removed(parent, parent_version, name);
+  listings_.Added(new_parent, new_parent_version, new_name, ino);
 }
 
 void Filesystem::NoteOwnEntry(uint64_t parent, std::string_view name) {
@@ -192,17 +225,24 @@ void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
   };
   // An entry change implies its directories' times (and nlink) changed; when the change was
   // ours the kernel already dropped those attributes itself.
+  const bool is_dir = ev.has_attr() && S_ISDIR(ev.attr().mode());
   switch (ev.kind()) {
     case filer::EVENT_CREATE:
+      listings_.Added(ev.parent(), ev.parent_version(), ev.name(), ev.ino());
       if (!inval_entry(ev.parent(), ev.name())) inval_attr(ev.parent(), false);
       break;
     case filer::EVENT_DELETE:
+      listings_.Removed(ev.parent(), ev.parent_version(), ev.name());
+      if (is_dir) listings_.Forget(ev.ino());
       if (!inval_entry(ev.parent(), ev.name())) {
         inval_attr(ev.parent(), false);
         inval_attr(ev.ino(), false);
       }
       break;
     case filer::EVENT_RENAME: {
+      ListingRenamed(ev.parent(), ev.parent_version(), ev.name(), ev.new_parent(), ev.new_parent_version(),
+                     ev.new_name(), ev.ino(), ev.exchange());
+      if (is_dir) listings_.Touched(ev.ino(), ev.attr().version());  // its ".." changed
       bool own = inval_entry(ev.parent(), ev.name());
       own = inval_entry(ev.new_parent(), ev.new_name()) && own;
       if (!own) {
@@ -212,12 +252,14 @@ void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
       break;
     }
     case filer::EVENT_ATTR:
+      if (is_dir) listings_.Touched(ev.ino(), ev.attr().version());
       inval_attr(ev.ino(), false);
       break;
     case filer::EVENT_DATA:
       inval_attr(ev.ino(), true);
       break;
     case filer::EVENT_XATTR:
+      if (is_dir) listings_.Touched(ev.ino(), ev.attr().version());
       cache_.DropXattrs(ev.ino());
       break;
     default:
@@ -227,6 +269,7 @@ void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
 
 void Filesystem::OnReset(KernelNotifier* n) {
   cache_.Clear();
+  listings_.Clear();
   for (uint64_t ino : inodes_.KnownInodes()) {
     if (auto f = inodes_.File(ino); f && !f->HasLocalChanges()) f->MarkStale();
     if (n) n->InvalidateInode(ino, true);

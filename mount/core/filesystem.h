@@ -24,10 +24,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "mount/client/blob_store.h"
-#include "mount/client/meta_client.h"
+#include "mount/core/clients.h"
 #include "mount/core/chunk_fetcher.h"
+#include "mount/core/dir_listings.h"
 #include "mount/core/file_data.h"
+#include "mount/core/clients.h"
 #include "mount/core/filer_session.h"
 #include "mount/core/inode_table.h"
 #include "mount/core/meta_cache.h"
@@ -80,7 +81,7 @@ struct OpenResult {
 class Filesystem {
  public:
   // meta and blobs must outlive this; cache may be null.
-  Filesystem(MetaClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options);
+  Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options);
   ~Filesystem();
   Filesystem(const Filesystem&) = delete;
   Filesystem& operator=(const Filesystem&) = delete;
@@ -93,12 +94,16 @@ class Filesystem {
   absl::Status FlushAll();
   // FlushAll, stop the subscriber and the upload pool, close the session. Idempotent.
   void Stop();
+  // The filer event sequence this mount's caches have caught up with (0: none yet).
+  uint64_t last_event_seq() const;
 
   uint64_t root() const { return root_; }
   // Bytes written and not yet uploaded (held against -writeBufferSizeMB).
   uint64_t dirty_bytes() const { return budget_.used(); }
   MetaCache& meta_cache() { return cache_; }
+  DirListings& listings() { return listings_; }
   InodeTable& inodes() { return inodes_; }
+  FilerSession& session() { return session_; }
 
   // ---- Names and attributes (fs_namespace.cc) ----
   // Lookup, MakeNode, Symlink, Link and Create count one kernel lookup on success.
@@ -175,6 +180,13 @@ class Filesystem {
   // (after.ino() == dir), so the kernel's next GETATTR of it (permission checks) costs no RPC;
   // else forgets the stale ones.
   void DirChanged(uint64_t dir, const Attr& after);
+  // A name was added to (removed from) dir by a change this mount made; dir_after is the
+  // directory's attributes after it when the filer sent them (else the listing is forgotten).
+  void ListingAdded(uint64_t dir, const Attr& dir_after, std::string_view name, uint64_t ino);
+  void ListingRemoved(uint64_t dir, const Attr& dir_after, std::string_view name);
+  // A rename (own reply or event) in the directory listings.
+  void ListingRenamed(uint64_t parent, uint64_t parent_version, std::string_view name, uint64_t new_parent,
+                      uint64_t new_parent_version, std::string_view new_name, uint64_t ino, bool exchange);
   // Records a change this mount made to a name, so its own event does not invalidate the
   // kernel's fresh entry.
   void NoteOwnEntry(uint64_t parent, std::string_view name);
@@ -184,12 +196,16 @@ class Filesystem {
   // (mode, gid) of a directory, for set-group-ID inheritance.
   std::optional<std::pair<uint32_t, uint32_t>> ParentModeGid(uint64_t parent);
 
-  MetaClient* const meta_;
+  FilerClient* const meta_;
   BlobStore* const blobs_;
   const FsOptions opts_;
   uint64_t root_ = 1;
 
   MetaCache cache_;
+  // Directories whose every name is known (negative lookups answered here); kept only while the
+  // event stream can keep them current.
+  DirListings listings_;
+  const bool track_listings_;
   InodeTable inodes_;
   WriteBudget budget_;
   std::unique_ptr<ThreadPool> upload_pool_;

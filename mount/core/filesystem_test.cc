@@ -9,19 +9,19 @@
 #include <thread>
 
 #include "mount/testing/fake_blob_store.h"
-#include "mount/testing/fake_filer.h"
+#include "mount/testing/test_filer.h"
 #include "shared/status.h"
 
 namespace kelp::mount {
 namespace {
 
 struct FsEnv {
-  FakeFiler filer;
+  TestFiler filer;
   FakeBlobStore blobs;
   std::unique_ptr<Filesystem> fs;
   explicit FsEnv(FsOptions o = {}) {
     o.subscribe = false;
-    fs = std::make_unique<Filesystem>(&filer, &blobs, nullptr, o);
+    fs = std::make_unique<Filesystem>(filer.client(), &blobs, nullptr, o);
     REQUIRE(fs->Start().ok());
   }
 };
@@ -66,6 +66,7 @@ TEST_CASE("an unlinked open file stays readable until it is closed") {
   REQUIRE(e.filer.HasInode(ino));
   REQUIRE(ReadFh(*e.fs, r->fh, 20000) == std::string(10000, 'z'));
   REQUIRE(e.fs->Release(r->fh).ok());
+  e.fs->session().FlushReleases();
   REQUIRE_FALSE(e.filer.HasInode(ino));
 }
 
@@ -92,9 +93,9 @@ TEST_CASE("negative lookups are cached, own changes update the cache") {
   o.entry_ttl = std::chrono::seconds(60);
   FsEnv e(o);
   REQUIRE(ErrnoOf(e.fs->Lookup(e.fs->root(), "x").status()) == ENOENT);
-  size_t calls = e.filer.calls;
+  uint64_t calls = e.filer.total_calls();
   REQUIRE(ErrnoOf(e.fs->Lookup(e.fs->root(), "x").status()) == ENOENT);
-  REQUIRE(e.filer.calls == calls);  // served from the cache
+  REQUIRE(e.filer.total_calls() == calls);  // served from the cache
   Caller c;
   REQUIRE(e.fs->MakeNode(e.fs->root(), "x", S_IFDIR | 0755, 0, c).ok());
   REQUIRE(e.fs->Lookup(e.fs->root(), "x").ok());
@@ -108,11 +109,11 @@ TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an 
   auto a = e.fs->MakeNode(e.fs->root(), "f", S_IFREG | 0644, 0, c);
   REQUIRE(a.ok());
   uint64_t ino = a->ino();
-  size_t calls = e.filer.calls;
+  uint64_t calls = e.filer.total_calls();
   CHECK(ErrnoOf(e.fs->GetXattr(ino, "security.selinux").status()) == ENODATA);
   CHECK(ErrnoOf(e.fs->GetXattr(ino, "system.posix_acl_access").status()) == ENODATA);
   CHECK(e.fs->ListXattr(ino)->empty());
-  CHECK(e.filer.calls == calls);
+  CHECK(e.filer.total_calls() == calls);
   // Own change: seen at once, and a stale "no xattrs" reply cannot hide it.
   REQUIRE(e.fs->SetXattr(ino, "user.k", "v", 0).ok());
   CHECK(*e.fs->GetXattr(ino, "user.k") == "v");
@@ -134,16 +135,16 @@ TEST_CASE("a namespace change caches the directory's new attributes from the rep
   auto before = e.fs->GetAttr(root);
   REQUIRE(before.ok());
   REQUIRE(e.fs->MakeNode(root, "d", S_IFDIR | 0755, 0, c).ok());
-  size_t calls = e.filer.calls;
+  uint64_t calls = e.filer.total_calls();
   auto after = e.fs->GetAttr(root);  // the kernel asks right after, for permission checks
   REQUIRE(after.ok());
-  CHECK(e.filer.calls == calls);
+  CHECK(e.filer.total_calls() == calls);
   CHECK(after->nlink() == before->nlink() + 1);
   CHECK(after->version() > before->version());
   REQUIRE(e.fs->Rmdir(root, "d").ok());
-  calls = e.filer.calls;
+  calls = e.filer.total_calls();
   CHECK(e.fs->GetAttr(root)->nlink() == before->nlink());
-  CHECK(e.filer.calls == calls);
+  CHECK(e.filer.total_calls() == calls);
 }
 
 TEST_CASE("readdir streams in batches with stable offsets") {
@@ -247,20 +248,31 @@ bool Eventually(F f) {
 }
 
 TEST_CASE("a change through one mount invalidates the other mount's kernel caches, not its own") {
-  FakeFiler filer;
+  TestFiler filer;
+  auto second = filer.NewClient();
   FakeBlobStore blobs;
   FsOptions o;
   o.subscribe = true;
-  Filesystem one(&filer, &blobs, nullptr, o), two(&filer, &blobs, nullptr, o);
+  Filesystem one(filer.client(), &blobs, nullptr, o), two(second.get(), &blobs, nullptr, o);
   REQUIRE(one.Start().ok());
   REQUIRE(two.Start().ok());
   RecordingNotifier n1, n2;
   one.StartEvents(&n1);
   two.StartEvents(&n2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // subscriptions start "from now"
+  // Subscriptions start "from now": a first change tells when both are live.
+  Caller c;
+  REQUIRE(one.MakeNode(one.root(), "warmup", S_IFDIR | 0755, 0, c).ok());
+  auto both_seen = [&] {
+    uint64_t seq = filer.core()->events().published();
+    return Eventually([&] { return one.last_event_seq() >= seq && two.last_event_seq() >= seq; });
+  };
+  if (!both_seen()) {
+    // The subscriptions may have started after the warm-up change: make another.
+    REQUIRE(one.MakeNode(one.root(), "warmup2", S_IFDIR | 0755, 0, c).ok());
+    REQUIRE(both_seen());
+  }
   // Mount two cached "no such name" for it.
   REQUIRE(ErrnoOf(two.Lookup(two.root(), "news").status()) == ENOENT);
-  Caller c;
   auto r = one.Create(one.root(), "news", 0644, O_CREAT | O_RDWR, c);
   REQUIRE(r.ok());
   REQUIRE(Eventually([&] { return n2.HasEntry("news"); }));
@@ -268,7 +280,8 @@ TEST_CASE("a change through one mount invalidates the other mount's kernel cache
   REQUIRE(one.Write(r->fh, 0, "data").ok());
   REQUIRE(one.Flush(r->fh).ok());
   REQUIRE(Eventually([&] { return n2.HasData(r->attr.ino()); }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Mount one has applied the events of its own changes by now, and told its kernel nothing.
+  REQUIRE(both_seen());
   REQUIRE_FALSE(n1.HasEntry("news"));
   REQUIRE_FALSE(n1.HasData(r->attr.ino()));
   REQUIRE(one.Release(r->fh).ok());

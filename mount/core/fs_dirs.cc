@@ -2,6 +2,9 @@
 #include <sys/stat.h>
 
 #include <deque>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "mount/core/filesystem.h"
 #include "shared/status.h"
@@ -24,7 +27,18 @@ struct Filesystem::DirHandle {
   bool buf_plus = false;
   bool eof = false;
   bool valid = false;
+  // A listing from the start, every page at one directory version, gathered for DirListings.
+  bool collecting = false;
+  uint64_t collect_version = 0;
+  std::vector<std::pair<std::string, uint64_t>> collected;
 };
+
+namespace {
+
+// Larger listings are not gathered (DirListings would not keep them anyway).
+constexpr size_t kMaxCollected = 100'000;
+
+}  // namespace
 
 absl::StatusOr<uint64_t> Filesystem::OpenDir(uint64_t ino) {
   ASSIGN_OR_RETURN(Attr a, GetAttr(ino));
@@ -70,21 +84,35 @@ absl::Status Filesystem::ReadDir(uint64_t dh, uint64_t offset, bool plus,
     d->buf_plus = plus;
     d->eof = false;
     d->valid = true;
+    d->collecting = track_listings_ && cookie == 0;
+    d->collect_version = 0;
+    d->collected.clear();
   }
   while (true) {
     if (d->buf.empty()) {
       if (d->eof) return absl::OkStatus();
-      uint32_t got = 0;
-      absl::Status s = meta_->ReadDir(d->ino, d->buf_after, DirHandle::kBatch, plus, [&](filer::DirEntry&& e) {
-        d->buf.push_back(std::move(e));
-        ++got;
-        return true;
-      });
-      if (!s.ok()) {
+      auto page = meta_->ReadDirPage(d->ino, d->buf_after, DirHandle::kBatch, plus);
+      if (!page.ok()) {
         d->valid = false;
-        return s;
+        return page.status();
       }
-      if (got < DirHandle::kBatch) d->eof = true;
+      if (d->collecting) {
+        if (page->dir_version() == 0 || (d->collect_version != 0 && page->dir_version() != d->collect_version) ||
+            d->collected.size() + page->entries_size() > kMaxCollected) {
+          d->collecting = false;
+          d->collected.clear();
+        } else {
+          d->collect_version = page->dir_version();
+          for (const auto& e : page->entries()) d->collected.emplace_back(e.name(), e.ino());
+        }
+      }
+      for (auto& e : *page->mutable_entries()) d->buf.push_back(std::move(e));
+      d->eof = page->eof();
+      if (d->eof && d->collecting) {
+        listings_.Listed(d->ino, d->collect_version, std::move(d->collected));
+        d->collecting = false;
+        d->collected.clear();
+      }
       if (d->buf.empty()) return absl::OkStatus();
     }
     filer::DirEntry& e = d->buf.front();

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "filer/client/limits.h"
 #include "mount/core/filesystem.h"
 #include "shared/log.h"
 #include "shared/status.h"
@@ -17,16 +18,18 @@ bool WantsWrite(int flags) { return (flags & O_ACCMODE) != O_RDONLY || (flags & 
 absl::StatusOr<OpenResult> Filesystem::Open(uint64_t ino, int flags) {
   if (WantsWrite(flags)) RETURN_IF_ERROR(CheckWritable());
   // Close-to-open: every open asks the filer, so a file closed by another mount is seen fresh.
-  ASSIGN_OR_RETURN(Attr attr, meta_->GetAttr(ino));
+  // The first handle's Open counts it open at the filer and brings the content along.
+  ASSIGN_OR_RETURN(filer::GetChunksResponse opened, session_.Open(ino, /*with_content=*/!(flags & O_TRUNC)));
+  const Attr& attr = opened.attr();
   Remember(attr);
-  if (S_ISDIR(attr.mode())) return PosixError(EISDIR, "is a directory");
+  if (S_ISDIR(attr.mode())) {
+    session_.Release(ino);
+    return PosixError(EISDIR, "is a directory");
+  }
   bool first = false;
   std::shared_ptr<FileData> f = inodes_.OpenFile(&file_ctx_, attr, &first);
   bool changed = !first && f->Revalidate(attr);
-  if (absl::Status s = session_.Open(ino); !s.ok()) {
-    inodes_.CloseFile(ino);
-    return s;
-  }
+  if (opened.chunks_size() > 0 || !opened.inline_data().empty() || attr.size() == 0) f->Preload(opened);
   bool same_version = inodes_.SetCachedVersion(ino, attr.version());
   auto h = std::make_shared<FileHandle>();
   h->ino = ino;
@@ -42,7 +45,7 @@ absl::StatusOr<OpenResult> Filesystem::Open(uint64_t ino, int flags) {
 absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view name, uint32_t mode, int flags,
                                               const Caller& caller) {
   RETURN_IF_ERROR(CheckWritable());
-  if (name.size() > 255) return PosixError(ENAMETOOLONG, "name too long");
+  if (name.size() > filer::kMaxNameLen) return PosixError(ENAMETOOLONG, "name too long");
   filer::CreateRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
@@ -51,6 +54,7 @@ absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view 
   req.set_gid(caller.gid);
   if (auto p = ParentModeGid(parent); p && (p->first & S_ISGID)) req.set_gid(p->second);
   req.set_exclusive((flags & O_EXCL) != 0);
+  req.set_truncate((flags & O_TRUNC) != 0);
   req.set_session(session_.id());
   req.set_open_handle(true);
   NoteOwnEntry(parent, name);  // before the RPC: its event may arrive before the reply
@@ -64,27 +68,25 @@ absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view 
     return created.status();
   }
   Attr attr = *created;
-  if (S_ISDIR(attr.mode())) return PosixError(EISDIR, "is a directory");
   // The filer counts the file as open by our session already.
-  session_.Open(attr.ino(), /*already_open=*/true).IgnoreError();
+  session_.OpenedByCreate(attr.ino());
+  if (S_ISDIR(attr.mode())) {
+    session_.Release(attr.ino());
+    return PosixError(EISDIR, "is a directory");
+  }
   cache_.PutEntry(parent, name, attr.ino());
+  ListingAdded(parent, dir_after, name, attr.ino());
   DirChanged(parent, dir_after);
   bool first = false;
   std::shared_ptr<FileData> f = inodes_.OpenFile(&file_ctx_, attr, &first);
-  if (!first) f->Revalidate(attr);
-  if ((flags & O_TRUNC) && attr.size() > 0) {
-    // An existing file (no O_EXCL) opened with O_TRUNC.
-    filer::SetAttrRequest t;
-    t.set_ino(attr.ino());
-    t.set_valid(filer::SET_ATTR_SIZE);
-    t.set_size(0);
-    auto ta = meta_->SetAttr(t);
-    if (!ta.ok()) {
-      if (inodes_.CloseFile(attr.ino())) session_.Release(attr.ino());
-      return ta.status();
+  // A new inode (version 1: nobody changed it since it was made).
+  if (first && attr.version() == 1) f->MarkCreatedHere();
+  if (!first) {
+    if (req.truncate()) {
+      f->Truncated(attr);
+    } else {
+      f->Revalidate(attr);
     }
-    attr = *ta;
-    f->Truncated(attr);
   }
   Remember(attr);
   inodes_.SetCachedVersion(attr.ino(), attr.version());

@@ -1,6 +1,7 @@
 // Filesystem: names, attributes, xattrs, statfs.
 #include <sys/stat.h>
 
+#include "filer/client/limits.h"
 #include "mount/core/filesystem.h"
 #include "shared/log.h"
 #include "shared/status.h"
@@ -9,10 +10,8 @@
 namespace kelp::mount {
 namespace {
 
-constexpr size_t kMaxName = 255;
-
 absl::Status CheckName(std::string_view name) {
-  if (name.size() > kMaxName) return PosixError(ENAMETOOLONG, "name too long");
+  if (name.size() > filer::kMaxNameLen) return PosixError(ENAMETOOLONG, "name too long");
   return absl::OkStatus();
 }
 
@@ -25,6 +24,23 @@ absl::StatusOr<Attr> Filesystem::Lookup(uint64_t parent, std::string_view name) 
     if (auto a = cache_.GetAttr(*e)) {
       inodes_.AddLookup(a->ino());
       return Overlay(*a);
+    }
+  }
+  if (track_listings_) {
+    uint64_t known = 0;
+    switch (listings_.Find(parent, name, &known)) {
+      case DirListings::Known::kAbsent:
+        cache_.PutEntry(parent, name, 0);
+        return PosixError(ENOENT, "no such entry (the directory's listing is known)");
+      case DirListings::Known::kPresent:
+        if (auto a = cache_.GetAttr(known)) {
+          cache_.PutEntry(parent, name, known);
+          inodes_.AddLookup(known);
+          return Overlay(*a);
+        }
+        break;
+      case DirListings::Known::kUnknown:
+        break;
     }
   }
   auto a = meta_->Lookup(parent, name);
@@ -49,6 +65,9 @@ absl::StatusOr<Attr> Filesystem::SetAttr(uint64_t ino, filer::SetAttrRequest req
   RETURN_IF_ERROR(CheckWritable());
   req.set_ino(ino);
   auto f = inodes_.File(ino);
+  // A file this mount created and holds open: the change goes with the data at close or
+  // fsync, in the same call (tar chowns, chmods and sets the times of each file it writes).
+  if (f && f->SetAttrLocally(req)) return GetAttr(ino);
   // Writes made before this call come first (a later commit must not undo a truncate or
   // override an explicit mtime).
   if (f && f->HasLocalChanges()) RETURN_IF_ERROR(f->Flush(false));
@@ -61,6 +80,7 @@ absl::StatusOr<Attr> Filesystem::SetAttr(uint64_t ino, filer::SetAttrRequest req
     }
   }
   if (req.valid() & filer::SET_ATTR_SIZE) inodes_.SetCachedVersion(ino, a.version());
+  if (S_ISDIR(a.mode())) listings_.Touched(ino, a.version());
   Remember(a);
   return Overlay(a);
 }
@@ -106,6 +126,8 @@ absl::StatusOr<Attr> Filesystem::MakeNode(uint64_t parent, std::string_view name
   }
   Attr a = *created;
   cache_.PutEntry(parent, name, a.ino());
+  ListingAdded(parent, dir_after, name, a.ino());
+  if (S_ISDIR(a.mode()) && track_listings_) listings_.Created(a.ino(), a.version());
   DirChanged(parent, dir_after);
   Remember(a);
   inodes_.AddLookup(a.ino());
@@ -116,7 +138,7 @@ absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name,
                                          const Caller& caller) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
-  if (target.size() > 4095) return PosixError(ENAMETOOLONG, "symlink target too long");
+  if (target.size() > filer::kMaxSymlinkLen) return PosixError(ENAMETOOLONG, "symlink target too long");
   filer::SymlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
@@ -133,6 +155,7 @@ absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name,
   }
   Attr a = *made;
   cache_.PutEntry(parent, name, a.ino());
+  ListingAdded(parent, dir_after, name, a.ino());
   DirChanged(parent, dir_after);
   Remember(a);
   inodes_.AddLookup(a.ino());
@@ -151,6 +174,7 @@ absl::StatusOr<Attr> Filesystem::Link(uint64_t ino, uint64_t new_parent, std::st
   }
   Attr a = *linked;
   cache_.PutEntry(new_parent, new_name, a.ino());
+  ListingAdded(new_parent, dir_after, new_name, a.ino());
   DirChanged(new_parent, dir_after);
   Remember(a);
   if (auto f = inodes_.File(ino)) f->NoteOwnAttrChange(a);
@@ -170,6 +194,7 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
     return a.status();
   }
   cache_.PutEntry(parent, name, 0);
+  ListingRemoved(parent, dir_after, name);
   DirChanged(parent, dir_after);
   if (a->nlink() > 0) {
     Remember(*a);
@@ -192,6 +217,7 @@ absl::Status Filesystem::Rmdir(uint64_t parent, std::string_view name) {
     return s;
   }
   cache_.PutEntry(parent, name, 0);
+  ListingRemoved(parent, dir_after, name);
   DirChanged(parent, dir_after);
   return absl::OkStatus();
 }
@@ -217,6 +243,15 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
     TakeOwnEntry(new_parent, new_name);
     return r.status();
   }
+  if (r->parent_attr().ino() == parent && r->new_parent_attr().ino() == new_parent) {
+    ListingRenamed(parent, r->parent_attr().version(), name, new_parent, r->new_parent_attr().version(), new_name,
+                   r->moved().ino(), (flags & 2 /* RENAME_EXCHANGE */) != 0);
+  } else {
+    listings_.Forget(parent);
+    listings_.Forget(new_parent);
+  }
+  if (S_ISDIR(r->moved().mode())) listings_.Touched(r->moved().ino(), r->moved().version());
+  if (r->has_replaced() && S_ISDIR(r->replaced().mode()) && !(flags & 2)) listings_.Forget(r->replaced().ino());
   DirChanged(parent, r->parent_attr());
   DirChanged(new_parent, r->new_parent_attr());
   if (r->has_moved() && r->moved().ino() != 0) {
@@ -248,6 +283,7 @@ absl::StatusOr<std::string> Filesystem::GetXattr(uint64_t ino, std::string_view 
 absl::Status Filesystem::SetXattr(uint64_t ino, std::string_view name, std::string_view value, uint32_t flags) {
   RETURN_IF_ERROR(CheckWritable());
   absl::Status s = meta_->SetXattr(ino, name, value, flags);
+  listings_.Forget(ino);  // a directory's version moved on, to a number the reply does not say
   cache_.DropAttr(ino);  // ctime
   cache_.DropXattrs(ino);
   return s;
@@ -261,6 +297,7 @@ absl::StatusOr<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) {
 absl::Status Filesystem::RemoveXattr(uint64_t ino, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   absl::Status s = meta_->RemoveXattr(ino, name);
+  listings_.Forget(ino);
   cache_.DropAttr(ino);
   cache_.DropXattrs(ino);
   return s;

@@ -12,6 +12,9 @@ void SetOpenFlags(fuse_file_info* fi, const OpenResult& r) {
   fi->fh = r.fh;
   fi->keep_cache = r.keep_cache ? 1 : 0;
   fi->direct_io = 0;
+  // Nothing to flush through a read-only descriptor: its close costs no FLUSH round trip
+  // (the kernel skips it; the release still comes).
+  fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY ? 1 : 0;
 }
 
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

@@ -21,6 +21,8 @@ void Init(void* userdata, fuse_conn_info* conn) {
   };
   want(FUSE_CAP_ASYNC_READ);
   want(FUSE_CAP_READDIRPLUS);
+  // Every listing with attributes: ls -l, rm -rf, du and find then cost no LOOKUP per entry.
+  conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
   want(FUSE_CAP_PARALLEL_DIROPS);
   want(FUSE_CAP_CACHE_SYMLINKS);
   // Locks stay local to this mount's kernel (no lock callbacks): flock and fcntl work among

@@ -40,15 +40,26 @@ size_t FakeBlobStore::volatile_blobs() const {
   return volatile_.size();
 }
 
-absl::Status FakeBlobStore::Get(std::string_view fid, uint64_t offset, size_t len, char* dst) {
+absl::Status FakeBlobStore::Get(std::string_view fid, uint64_t offset, uint64_t length, const volume::ByteSink& sink) {
   if (int e = fail_gets.load()) return PosixError(e, "injected read failure");
+  std::string piece;
+  {
+    std::lock_guard lock(mu_);
+    ++gets_;
+    auto it = blobs_.find(fid);
+    if (it == blobs_.end()) return PosixError(EIO, kelp::StrCat("no blob ", fid));
+    if (offset + length > it->second.size()) return PosixError(EIO, "read past the blob");
+    piece = it->second.substr(offset, length);
+  }
+  return sink(piece);
+}
+
+void FakeBlobStore::Discard(const std::vector<std::string>& fids) {
   std::lock_guard lock(mu_);
-  ++gets_;
-  auto it = blobs_.find(fid);
-  if (it == blobs_.end()) return PosixError(EIO, kelp::StrCat("no blob ", fid));
-  if (offset + len > it->second.size()) return PosixError(EIO, "read past the blob");
-  std::memcpy(dst, it->second.data() + offset, len);
-  return absl::OkStatus();
+  for (const auto& f : fids) {
+    blobs_.erase(f);
+    volatile_.erase(f);
+  }
 }
 
 size_t FakeBlobStore::blob_count() const {

@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "mount/client/blob_store.h"
+#include "volume/client/blob_store.h"
 
 namespace kelp::mount {
 
-class FakeBlobStore : public BlobStore {
+class FakeBlobStore : public volume::BlobStore {
  public:
   absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override;
-  absl::Status Get(std::string_view fid, uint64_t offset, size_t len, char* dst) override;
+  absl::Status Get(std::string_view fid, uint64_t offset, uint64_t length, const volume::ByteSink& sink) override;
+  void Discard(const std::vector<std::string>& fids) override;
   absl::Status SyncVolumes(const std::vector<uint32_t>& volume_ids) override;
 
   // Blobs go to volumes 1..volumes in turn (fid "<vid>,<n>00000000"). Default: 1.

@@ -1,5 +1,6 @@
-// kelp_fake_mount DIR: mounts an in-memory filer and blob store at DIR (for testing the FUSE
-// layer without servers). Runs until SIGINT/SIGTERM or an unmount; the data dies with it.
+// kelp_fake_mount DIR: mounts an in-memory filer (the real namespace core on the memory store,
+// in this process) and an in-memory blob store at DIR, for testing the FUSE layer without
+// servers. Runs until SIGINT/SIGTERM or an unmount; the data dies with it.
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,7 +10,7 @@
 #include "mount/core/filesystem.h"
 #include "mount/fuse/fuse_server.h"
 #include "mount/testing/fake_blob_store.h"
-#include "mount/testing/fake_filer.h"
+#include "mount/testing/test_filer.h"
 #include "shared/log.h"
 #include "shared/signals.h"
 
@@ -21,12 +22,12 @@ int main(int argc, char** argv) {
   kelp::BlockTerminationSignals();
   bool debug = argc > 2;
   kelp::InitLogging(debug ? "debug" : "info");
-  kelp::mount::FakeFiler filer;
+  kelp::mount::TestFiler filer;
   kelp::mount::FakeBlobStore blobs;
   kelp::mount::FsOptions fo;
   fo.chunk_size = 1 << 20;
   fo.write_buffer = 8 << 20;
-  kelp::mount::Filesystem fs(&filer, &blobs, nullptr, fo);
+  kelp::mount::Filesystem fs(filer.client(), &blobs, nullptr, fo);
   if (auto s = fs.Start(); !s.ok()) {
     spdlog::error("{}", s);
     return 1;

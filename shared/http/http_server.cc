@@ -11,20 +11,22 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <unordered_map>
 
-#include "shared/strings.h"
+#include "shared/http/http_conn.h"
 #include "shared/log.h"
 #include "shared/metrics.h"
 #include "shared/status.h"
+#include "shared/strings.h"
 
 namespace kelp::http {
 namespace {
 
-constexpr size_t kReadChunk = 64 << 10;
-constexpr size_t kFlushThreshold = 64 << 10;
 constexpr size_t kMaxDrainBytes = 1 << 20;  // unread body we skip to keep a connection alive
+constexpr int64_t kSweepIntervalMs = 500;
+// A connection still receiving its request head after this long may be evicted for a new one
+// when the server is full (a client sends a head in well under a second).
+constexpr int64_t kEvictableHeadMs = 1000;
 
 void SetNonBlocking(int fd, bool on) {
   int flags = fcntl(fd, F_GETFL, 0);
@@ -37,322 +39,17 @@ void SetTimeouts(int fd, int ms) {
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-const std::string& DateHeader() {
-  thread_local time_t last = 0;
-  thread_local std::string value;
-  time_t now = time(nullptr);
-  if (now != last) {
-    last = now;
-    tm t;
-    gmtime_r(&now, &t);
-    char buf[64];
-    strftime(buf, sizeof buf, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &t);
-    value = buf;
-  }
-  return value;
-}
-
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
+// Idle: between requests, nothing buffered either way.
+bool Idle(const Conn* c) { return !c->have_head_ && c->buffered() == 0 && c->out_empty(); }
 
 }  // namespace
-
-// One client connection. Owned by its loop; while a worker runs its request (blocking_ is
-// true) only that worker touches it, and the loop takes it back through Loop::returned.
-class Conn {
- public:
-  Conn(HttpServer* server, int fd, std::string peer) : server_(server), fd_(fd) { req_.peer_ = std::move(peer); }
-  ~Conn() {
-    if (fd_ >= 0) close(fd_);
-  }
-
-  int fd() const { return fd_; }
-  size_t buffered() const { return in_len_ - in_pos_; }
-  std::string_view pending_input() const { return std::string_view(in_.data() + in_pos_, in_len_ - in_pos_); }
-
-  // Reads once from the socket into the input buffer. Returns bytes read, 0 on EOF, -1 on
-  // error (errno set; EAGAIN in non-blocking mode).
-  ssize_t ReadSome() {
-    if (in_pos_ == in_len_) {
-      in_len_ = in_pos_ = 0;
-    } else if (in_pos_ > (256 << 10) && in_pos_ > in_len_ / 2) {
-      in_.erase(0, in_pos_);
-      in_len_ -= in_pos_;
-      in_pos_ = 0;
-    }
-    // in_ only grows: resizing it for every recv would zero-fill kReadChunk bytes each time.
-    if (in_.size() < in_len_ + kReadChunk) in_.resize(in_len_ + kReadChunk);
-    ssize_t n;
-    do {
-      n = recv(fd_, in_.data() + in_len_, kReadChunk, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n > 0) in_len_ += n;
-    return n;
-  }
-
-  // Blocking mode: more body bytes from the socket.
-  absl::Status Fill() {
-    if (!blocking_) return absl::InternalError("request body incomplete on the event loop");
-    ssize_t n = ReadSome();
-    if (n > 0) return absl::OkStatus();
-    if (n == 0) return absl::DataLossError("client closed the connection mid-body");
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return absl::DeadlineExceededError("timed out reading request body");
-    return ErrnoStatus("recv request body");
-  }
-
-  void Consume(size_t n) { in_pos_ += n; }
-
-  void Append(std::string_view data) { out_.append(data); }
-
-  // Blocking mode: writes everything buffered.
-  absl::Status FlushBlocking() {
-    while (out_pos_ < out_.size()) {
-      ssize_t n = send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        write_failed_ = true;
-        return ErrnoStatus("send response");
-      }
-      out_pos_ += n;
-    }
-    out_.clear();
-    out_pos_ = 0;
-    return absl::OkStatus();
-  }
-
-  // Output path used by ResponseWriter in both modes.
-  absl::Status Emit(std::string_view data) {
-    if (write_failed_) return absl::UnavailableError("connection lost");
-    if (!blocking_) {
-      Append(data);
-      return absl::OkStatus();
-    }
-    if (data.size() >= kFlushThreshold) {
-      RETURN_IF_ERROR(FlushBlocking());
-      while (!data.empty()) {
-        ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-        if (n < 0) {
-          if (errno == EINTR) continue;
-          write_failed_ = true;
-          return ErrnoStatus("send response");
-        }
-        data.remove_prefix(n);
-      }
-      return absl::OkStatus();
-    }
-    Append(data);
-    if (out_.size() >= kFlushThreshold) return FlushBlocking();
-    return absl::OkStatus();
-  }
-
-  // Non-blocking mode: writes what the socket takes. Returns false on a hard error.
-  bool FlushSome() {
-    while (out_pos_ < out_.size()) {
-      ssize_t n = send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-        return false;
-      }
-      out_pos_ += n;
-    }
-    out_.clear();
-    out_pos_ = 0;
-    return true;
-  }
-  bool out_empty() const { return out_pos_ == out_.size(); }
-
-  HttpServer* server_;
-  int fd_;
-  Request req_;
-  bool have_head_ = false;
-  bool blocking_ = false;
-  bool want_close_ = false;
-  bool write_armed_ = false;
-  bool continue_sent_ = false;
-  bool write_failed_ = false;
-
- private:
-  std::string in_;       // bytes [in_pos_, in_len_) are unparsed input; the rest is spare room
-  size_t in_len_ = 0;
-  size_t in_pos_ = 0;
-  std::string out_;
-  size_t out_pos_ = 0;
-};
-
-// ---- Request ---------------------------------------------------------------------------
-
-absl::StatusOr<size_t> Request::Read(char* buf, size_t n) {
-  if (body_done_ || n == 0) return 0;
-  if (!head_.framing.chunked) {
-    if (body_left_ == 0) {
-      body_done_ = true;
-      return 0;
-    }
-    if (conn_->buffered() == 0) RETURN_IF_ERROR(conn_->Fill());
-    size_t take = std::min<uint64_t>({n, conn_->buffered(), body_left_});
-    memcpy(buf, conn_->pending_input().data(), take);
-    conn_->Consume(take);
-    body_left_ -= take;
-    if (body_left_ == 0) body_done_ = true;
-    return take;
-  }
-  std::string out;
-  for (;;) {
-    if (conn_->buffered() > 0) {
-      int64_t used = chunked_.Decode(conn_->pending_input(), &out, n);
-      if (used < 0) return absl::InvalidArgumentError("malformed chunked request body");
-      conn_->Consume(used);
-      if (chunked_.done()) body_done_ = true;
-      if (!out.empty() || body_done_) break;
-    }
-    RETURN_IF_ERROR(conn_->Fill());
-  }
-  memcpy(buf, out.data(), out.size());
-  return out.size();
-}
-
-absl::StatusOr<std::string> Request::ReadAll(size_t limit) {
-  int64_t cl = content_length();
-  if (cl > static_cast<int64_t>(limit)) {
-    return PosixError(EFBIG, kelp::StrCat("request body of ", cl, " bytes exceeds the limit of ", limit));
-  }
-  std::string body;
-  if (cl > 0) body.reserve(cl);
-  char buf[64 << 10];
-  for (;;) {
-    ASSIGN_OR_RETURN(size_t n, Read(buf, sizeof buf));
-    if (n == 0) break;
-    if (body.size() + n > limit) {
-      return PosixError(EFBIG, kelp::StrCat("request body exceeds the limit of ", limit, " bytes"));
-    }
-    body.append(buf, n);
-  }
-  return body;
-}
-
-absl::StatusOr<size_t> Request::ReadFull(char* buf, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    ASSIGN_OR_RETURN(size_t k, Read(buf + got, n - got));
-    if (k == 0) break;
-    got += k;
-  }
-  return got;
-}
-
-// ---- ResponseWriter --------------------------------------------------------------------
-
-absl::Status ResponseWriter::WriteHead(int status, const Headers& headers, int64_t content_length) {
-  if (head_written_) return absl::FailedPreconditionError("response head already written");
-  head_written_ = true;
-  status_ = status;
-  chunked_ = content_length < 0;
-  body_left_ = content_length;
-  std::string head = kelp::StrCat("HTTP/1.1 ", status, " ", StatusText(status), "\r\nServer: kelp\r\n");
-  head += DateHeader();
-  for (const auto& [k, v] : headers.items()) kelp::StrAppend(&head, k, ": ", v, "\r\n");
-  if (chunked_) {
-    if (!head_request_) head += "Transfer-Encoding: chunked\r\n";
-  } else if (status != 204 && status != 304) {
-    kelp::StrAppend(&head, "Content-Length: ", content_length, "\r\n");
-  }
-  const Request& req = conn_->req_;
-  if (close_after_ || !req.head_.keep_alive) {
-    head += "Connection: close\r\n";
-    close_after_ = true;
-  } else if (req.head_.version_minor == 0) {
-    head += "Connection: keep-alive\r\n";
-  }
-  head += "\r\n";
-  if (head_request_) {
-    finished_ = true;
-    body_left_ = 0;
-  }
-  return conn_->Emit(head);
-}
-
-absl::Status ResponseWriter::Write(std::string_view data) {
-  if (!head_written_) return absl::FailedPreconditionError("response head not written");
-  if (head_request_ || data.empty()) return absl::OkStatus();
-  if (finished_) return absl::FailedPreconditionError("response already finished");
-  body_bytes_ += data.size();
-  if (chunked_) {
-    char size_line[32];
-    int n = snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
-    RETURN_IF_ERROR(conn_->Emit(std::string_view(size_line, n)));
-    RETURN_IF_ERROR(conn_->Emit(data));
-    return conn_->Emit("\r\n");
-  }
-  if (static_cast<int64_t>(data.size()) > body_left_) {
-    return absl::InternalError("response body longer than its Content-Length");
-  }
-  body_left_ -= data.size();
-  return conn_->Emit(data);
-}
-
-absl::Status ResponseWriter::Finish() {
-  if (finished_) return absl::OkStatus();
-  finished_ = true;
-  if (chunked_ && !head_request_) RETURN_IF_ERROR(conn_->Emit("0\r\n\r\n"));
-  if (!chunked_ && body_left_ > 0) {
-    close_after_ = true;  // the client would wait for bytes that never come
-    return absl::InternalError("response body shorter than its Content-Length");
-  }
-  return absl::OkStatus();
-}
-
-void ResponseWriter::Send(int status, std::string_view body, std::string_view content_type, const Headers& extra) {
-  Headers h = extra;
-  if (!content_type.empty()) h.Set("Content-Type", content_type);
-  if (!WriteHead(status, h, body.size()).ok()) return;
-  (void)Write(body);
-  (void)Finish();
-}
-
-void ResponseWriter::SendJson(int status, std::string_view json, const Headers& extra) {
-  Send(status, json, "application/json", extra);
-}
-
-void ResponseWriter::SendError(int status, std::string_view message) {
-  if (head_written_) {
-    close_after_ = true;
-    return;
-  }
-  SendJson(status, kelp::StrCat("{\"error\":\"", JsonEscape(message), "\"}\n"));
-}
-
-void ResponseWriter::SendStatus(const absl::Status& status) {
-  SendError(HttpStatusOf(status), ToStd(status.message()));
-}
-
-// ---- Server ----------------------------------------------------------------------------
 
 struct HttpServer::Loop {
   int epfd = -1;
   int evfd = -1;
   std::thread thread;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
+  int64_t last_sweep_ms = 0;
   std::mutex mu;
   std::vector<Conn*> returned ABSL_GUARDED_BY(mu);
 };
@@ -360,11 +57,23 @@ struct HttpServer::Loop {
 HttpServer::HttpServer(Options options, Handler* handler) : opts_(std::move(options)), handler_(handler) {
   if (opts_.loop_threads <= 0) opts_.loop_threads = std::max(1u, std::thread::hardware_concurrency());
   auto& m = MetricsRegistry::Default();
-  requests_ = m.GetCounter("kelp_http_requests_total", "HTTP requests answered.", {{"server", opts_.name}});
-  inline_requests_ = m.GetCounter("kelp_http_inline_requests_total", "HTTP requests answered on the event loop.",
-                                  {{"server", opts_.name}});
-  bad_requests_ = m.GetCounter("kelp_http_malformed_requests_total", "HTTP requests rejected by the parser.",
-                               {{"server", opts_.name}});
+  const Labels server{{"server", opts_.name}};
+  requests_ = m.GetCounter("kelp_http_requests_total", "HTTP requests answered.", server);
+  inline_requests_ = m.GetCounter("kelp_http_inline_requests_total", "HTTP requests answered on the event loop.", server);
+  bad_requests_ = m.GetCounter("kelp_http_malformed_requests_total", "HTTP requests rejected by the parser.", server);
+  for (int c = 1; c <= 5; ++c) {
+    responses_[c] = m.GetCounter("kelp_http_responses_total", "HTTP responses by class (4xx: the client's fault).",
+                                 {{"server", opts_.name}, {"class", kelp::StrCat(c, "xx")}});
+  }
+  responses_[0] = responses_[5];
+  timeouts_ = m.GetCounter("kelp_http_timeouts_total",
+                           "Connections closed for a slow request head, a slow body or an idle keep-alive.", server);
+  evicted_ = m.GetCounter("kelp_http_connections_evicted_total",
+                          "Connections closed to make room for a new one at -max connections.", server);
+  refused_ = m.GetCounter("kelp_http_connections_refused_total",
+                          "New connections closed at once: at the limit with nothing to evict, or out of descriptors.",
+                          server);
+  open_ = m.GetGauge("kelp_http_connections", "Open HTTP connections.", server);
   RegisterProcessMetrics();
 }
 
@@ -388,6 +97,7 @@ absl::Status HttpServer::Start() {
   socklen_t len = sizeof addr;
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   port_ = ntohs(addr.sin_port);
+  spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
   workers_ = std::make_unique<ThreadPool>(opts_.name + "-w", opts_.worker_threads, opts_.worker_queue);
   for (int i = 0; i < opts_.loop_threads; ++i) {
@@ -418,7 +128,8 @@ void HttpServer::Stop() {
   if (stopping_.exchange(true)) return;
   if (loops_.empty()) {
     if (listen_fd_ >= 0) close(listen_fd_);
-    listen_fd_ = -1;
+    if (spare_fd_ >= 0) close(spare_fd_);
+    listen_fd_ = spare_fd_ = -1;
     return;
   }
   {
@@ -432,19 +143,22 @@ void HttpServer::Stop() {
   }
   for (auto& loop : loops_) {
     if (loop->thread.joinable()) loop->thread.join();
+    open_->Add(-static_cast<int64_t>(loop->conns.size()));
+    connections_.fetch_sub(static_cast<int>(loop->conns.size()));
     loop->conns.clear();
     close(loop->epfd);
     close(loop->evfd);
   }
   loops_.clear();
   close(listen_fd_);
-  listen_fd_ = -1;
+  if (spare_fd_ >= 0) close(spare_fd_);
+  listen_fd_ = spare_fd_ = -1;
 }
 
 void HttpServer::RunLoop(Loop* loop) {
   epoll_event events[256];
   while (!stopping_.load(std::memory_order_relaxed)) {
-    int n = epoll_wait(loop->epfd, events, 256, 1000);
+    int n = epoll_wait(loop->epfd, events, 256, kSweepIntervalMs);
     if (n < 0 && errno != EINTR) {
       spdlog::error("{}: epoll_wait: {}", opts_.name, strerror(errno));
       return;
@@ -464,6 +178,8 @@ void HttpServer::RunLoop(Loop* loop) {
           back.swap(loop->returned);
         }
         for (Conn* c : back) {
+          c->on_worker_ = false;
+          c->last_activity_ms_ = NowMs();
           if (c->want_close_ || stopping_) {
             CloseConn(loop, c);
             continue;
@@ -488,10 +204,68 @@ void HttpServer::RunLoop(Loop* loop) {
           CloseConn(loop, c);
           continue;
         }
+        if (r > 0) {
+          c->last_activity_ms_ = NowMs();
+          if (c->request_start_ms_ == 0) c->request_start_ms_ = c->last_activity_ms_;
+        }
         ProcessInput(loop, c);
       }
     }
+    int64_t now = NowMs();
+    if (now - loop->last_sweep_ms >= kSweepIntervalMs) {
+      loop->last_sweep_ms = now;
+      Sweep(loop, now);
+    }
   }
+}
+
+void HttpServer::Sweep(Loop* loop, int64_t now) {
+  std::vector<Conn*> expired;
+  for (auto& [fd, conn] : loop->conns) {
+    Conn* c = conn.get();
+    if (c->on_worker_) continue;
+    if (c->write_armed_) {
+      if (now - c->last_activity_ms_ > opts_.io_timeout_ms) expired.push_back(c);  // not reading responses
+    } else if (c->request_start_ms_ != 0 && (c->have_head_ || c->buffered() > 0)) {
+      if (now - c->request_start_ms_ > opts_.request_timeout_ms) expired.push_back(c);  // slow head or inline body
+    } else if (now - c->last_activity_ms_ > opts_.idle_timeout_ms) {
+      expired.push_back(c);
+    }
+  }
+  for (Conn* c : expired) {
+    timeouts_->Inc();
+    if (!c->write_armed_ && (c->have_head_ || c->buffered() > 0)) {
+      EmitError(c, 408, "request not received in time");
+      responses_[4]->Inc();
+      c->FlushSome();
+    }
+    CloseConn(loop, c);
+  }
+}
+
+bool HttpServer::EvictOne(Loop* loop, int64_t now) {
+  Conn* victim = nullptr;
+  int64_t best = INT64_MAX;
+  for (auto& [fd, conn] : loop->conns) {
+    Conn* c = conn.get();
+    if (c->on_worker_ || c->write_armed_) continue;
+    int64_t since;
+    if (Idle(c)) {
+      since = c->last_activity_ms_ - opts_.request_timeout_ms;  // idle ones go first
+    } else if (c->request_start_ms_ != 0 && now - c->request_start_ms_ > kEvictableHeadMs && !c->have_head_) {
+      since = c->request_start_ms_;
+    } else {
+      continue;
+    }
+    if (since < best) {
+      best = since;
+      victim = c;
+    }
+  }
+  if (!victim) return false;
+  evicted_->Inc();
+  CloseConn(loop, victim);
+  return true;
 }
 
 void HttpServer::Accept(Loop* loop) {
@@ -501,9 +275,21 @@ void HttpServer::Accept(Loop* loop) {
     int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      return;  // EAGAIN, or EMFILE: try again on the next wake-up
+      if ((errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
+        // Out of descriptors: the pending connection would keep the (level-triggered) listening
+        // socket readable and this loop spinning. Use the spare to accept and close it.
+        close(spare_fd_);
+        int drop = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (drop >= 0) close(drop);
+        spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        refused_->Inc();
+        continue;
+      }
+      return;  // EAGAIN
     }
-    if (connections_.load() >= opts_.max_connections) {
+    int64_t now = NowMs();
+    if (connections_.load() >= opts_.max_connections && !EvictOne(loop, now)) {
+      refused_->Inc();
       close(fd);
       continue;
     }
@@ -511,12 +297,13 @@ void HttpServer::Accept(Loop* loop) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     char ip[INET_ADDRSTRLEN] = "?";
     inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
-    auto conn = std::make_unique<Conn>(this, fd, kelp::StrCat(ip, ":", ntohs(addr.sin_port)));
+    auto conn = std::make_unique<Conn>(this, fd, kelp::StrCat(ip, ":", ntohs(addr.sin_port)), now);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.ptr = conn.get();
     if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) continue;
     connections_.fetch_add(1);
+    open_->Add(1);
     loop->conns.emplace(fd, std::move(conn));
   }
 }
@@ -530,10 +317,12 @@ void HttpServer::CloseConn(Loop* loop, Conn* conn) {
   for (int i = 0; i < 64 && recv(conn->fd(), sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
   }
   connections_.fetch_sub(1);
+  open_->Add(-1);
   loop->conns.erase(conn->fd());
 }
 
 void HttpServer::FlushOrArm(Loop* loop, Conn* c) {
+  size_t before = c->out_empty() ? 0 : 1;
   if (!c->FlushSome()) {
     CloseConn(loop, c);
     return;
@@ -545,9 +334,11 @@ void HttpServer::FlushOrArm(Loop* loop, Conn* c) {
       ev.data.ptr = c;
       epoll_ctl(loop->epfd, EPOLL_CTL_MOD, c->fd(), &ev);
       c->write_armed_ = true;
+      c->last_activity_ms_ = NowMs();
     }
     return;
   }
+  if (before) c->last_activity_ms_ = NowMs();
   if (c->want_close_) {
     CloseConn(loop, c);
     return;
@@ -559,53 +350,80 @@ void HttpServer::FlushOrArm(Loop* loop, Conn* c) {
     ev.data.ptr = c;
     epoll_ctl(loop->epfd, EPOLL_CTL_MOD, c->fd(), &ev);
     ProcessInput(loop, c);  // pipelined requests that waited for the output to drain
+    return;
   }
+  if (Idle(c)) c->TrimIdle();
 }
 
-namespace {
-
-// Answers a request the parser rejected, then closes.
-void EmitParseError(Conn* c, int status, const std::string& message) {
-  std::string body = kelp::StrCat("{\"error\":\"", JsonEscape(message), "\"}\n");
+// Answers a request the server rejects before any handler runs, then closes.
+void HttpServer::EmitError(Conn* c, int status, std::string_view message) {
+  std::string body = ErrorJson(message);
   c->Append(kelp::StrCat("HTTP/1.1 ", status, " ", StatusText(status),
-                         "\r\nServer: kelp\r\nContent-Type: application/json\r\nContent-Length: ",
-                         body.size(), "\r\nConnection: close\r\n\r\n", body));
+                         "\r\nServer: kelp\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
+                         "\r\nConnection: close\r\n\r\n", body));
   c->want_close_ = true;
 }
 
-void FinishResponse(ResponseWriter& w, Conn* c) {
+void HttpServer::Dispatch(Conn* c) {
+  Request& req = c->req_;
+  ResponseWriter w(c, req.head_.method == "HEAD");
+  try {
+    handler_->Handle(req, w);
+  } catch (const std::exception& e) {
+    spdlog::error("{}: {} {} threw: {}", opts_.name, req.method(), req.target(), e.what());
+    w.SendError(500, "internal error");
+  }
   if (!w.head_written()) w.SendError(500, "handler wrote no response");
   if (!w.Finish().ok()) c->want_close_ = true;
+  requests_->Inc();
+  int cls = w.status() / 100;
+  responses_[cls >= 1 && cls <= 5 ? cls : 0]->Inc();
+  if (w.close_after_ || !req.head_.keep_alive) c->want_close_ = true;
 }
-
-}  // namespace
 
 void HttpServer::ProcessInput(Loop* loop, Conn* c) {
   while (!c->want_close_ && !c->write_armed_) {
     Request& req = c->req_;
     if (!c->have_head_) {
-      if (c->buffered() == 0) break;
+      if (c->buffered() == 0) {
+        c->request_start_ms_ = 0;
+        break;
+      }
+      if (c->request_start_ms_ == 0) c->request_start_ms_ = NowMs();
       ParseResult r = ParseRequestHead(c->pending_input(), &req.head_);
       if (r.kind == ParseResult::kIncomplete) {
-        if (c->buffered() > opts_.max_head_bytes) EmitParseError(c, 431, "request head too large");
+        if (c->buffered() > opts_.max_head_bytes) {
+          responses_[4]->Inc();
+          EmitError(c, 431, "request head too large");
+        }
         break;
       }
-      if (r.kind == ParseResult::kError) {
+      if (r.kind == ParseResult::kError || r.consumed > opts_.max_head_bytes) {
         bad_requests_->Inc();
-        EmitParseError(c, r.status, r.error);
-        break;
-      }
-      if (r.consumed > opts_.max_head_bytes) {
-        EmitParseError(c, 431, "request head too large");
+        responses_[r.kind == ParseResult::kError ? r.status / 100 : 4]->Inc();
+        if (r.kind == ParseResult::kError) {
+          EmitError(c, r.status, r.error);
+        } else {
+          EmitError(c, 431, "request head too large");
+        }
         break;
       }
       c->Consume(r.consumed);
+      if (!opts_.upgrades.empty() && !req.head_.framing.chunked && req.head_.framing.content_length == 0) {
+        auto up = opts_.upgrades.find(req.head_.headers.Get("Upgrade"));
+        if (up != opts_.upgrades.end()) {
+          absl::Status allowed = opts_.upgrade_check ? opts_.upgrade_check(req) : absl::OkStatus();
+          if (!allowed.ok()) {
+            responses_[4]->Inc();
+            EmitError(c, HttpStatusOf(allowed), ToStd(allowed.message()));
+            break;
+          }
+          if (Upgrade(loop, c, up->second)) return;
+        }
+      }
       c->have_head_ = true;
       c->continue_sent_ = false;
-      req.conn_ = c;
-      req.chunked_ = ChunkedDecoder();
-      req.body_left_ = req.head_.framing.chunked ? 0 : req.head_.framing.content_length;
-      req.body_done_ = !req.head_.framing.chunked && req.body_left_ == 0;
+      req.Begin(c);
       bool inline_ok = false;
       if (!req.head_.framing.chunked && req.body_left_ <= opts_.inline_body_limit) {
         try {
@@ -626,27 +444,33 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
       }
       break;
     }
-    ResponseWriter w;
-    w.conn_ = c;
-    w.head_request_ = req.head_.method == "HEAD";
-    try {
-      handler_->Handle(req, w);
-    } catch (const std::exception& e) {
-      spdlog::error("{}: {} {} threw: {}", opts_.name, req.method(), req.target(), e.what());
-      w.SendError(500, "internal error");
-    }
-    FinishResponse(w, c);
-    requests_->Inc();
+    Dispatch(c);
     inline_requests_->Inc();
     c->Consume(req.body_left_);  // body bytes the handler did not read
     c->have_head_ = false;
-    if (w.close_after_ || !req.head_.keep_alive) c->want_close_ = true;
+    c->request_start_ms_ = c->buffered() > 0 ? NowMs() : 0;  // a pipelined request has begun
   }
   FlushOrArm(loop, c);
 }
 
+bool HttpServer::Upgrade(Loop* loop, Conn* c, const std::function<void(int, std::string)>& to) {
+  // Responses to requests pipelined before the upgrade must be out first.
+  if (!c->out_empty() && (!c->FlushSome() || !c->out_empty())) return false;
+  epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd(), nullptr);
+  std::string initial(c->pending_input());
+  int fd = c->ReleaseFd();
+  connections_.fetch_sub(1);
+  open_->Add(-1);
+  requests_->Inc();
+  responses_[1]->Inc();  // the handler answers 101
+  loop->conns.erase(fd);  // destroys c
+  to(fd, std::move(initial));
+  return true;
+}
+
 void HttpServer::HandOff(Loop* loop, Conn* c) {
   epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd(), nullptr);
+  c->on_worker_ = true;
   {
     std::lock_guard lock(blocking_mu_);
     blocking_fds_.insert(c->fd());
@@ -657,8 +481,10 @@ void HttpServer::HandOff(Loop* loop, Conn* c) {
       std::lock_guard lock(blocking_mu_);
       blocking_fds_.erase(c->fd());
     }
+    c->on_worker_ = false;
     c->have_head_ = false;
-    EmitParseError(c, 503, "server busy");
+    responses_[5]->Inc();
+    EmitError(c, 503, "server busy");
     c->FlushSome();
     CloseConn(loop, c);
   }
@@ -668,24 +494,14 @@ void HttpServer::RunBlocking(Loop* loop, Conn* c) {
   c->blocking_ = true;
   SetNonBlocking(c->fd(), false);
   SetTimeouts(c->fd(), opts_.io_timeout_ms);
+  c->StartBody(Conn::Limits{opts_.io_timeout_ms, opts_.request_timeout_ms, opts_.body_min_rate});
   Request& req = c->req_;
-  ResponseWriter w;
-  w.conn_ = c;
-  w.head_request_ = req.head_.method == "HEAD";
   if (req.head_.expect_continue && !req.body_done_) {
     c->Append("HTTP/1.1 100 Continue\r\n\r\n");
     (void)c->FlushBlocking();
   }
-  try {
-    handler_->Handle(req, w);
-  } catch (const std::exception& e) {
-    spdlog::error("{}: {} {} threw: {}", opts_.name, req.method(), req.target(), e.what());
-    w.SendError(500, "internal error");
-  }
-  FinishResponse(w, c);
-  requests_->Inc();
+  Dispatch(c);
   if (!c->FlushBlocking().ok()) c->want_close_ = true;
-  if (w.close_after_ || !req.head_.keep_alive) c->want_close_ = true;
   // Skip a body the handler left unread, if it is small enough to be worth keeping the
   // connection; otherwise close.
   if (!c->want_close_ && !req.body_done_) {
@@ -699,6 +515,7 @@ void HttpServer::RunBlocking(Loop* loop, Conn* c) {
     if (!req.body_done_) c->want_close_ = true;
   }
   c->have_head_ = false;
+  c->request_start_ms_ = 0;
   SetNonBlocking(c->fd(), true);
   c->blocking_ = false;
   {

@@ -2,10 +2,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -71,7 +75,7 @@ std::string Exchange(int port, const std::string& wire, bool half_close = true) 
 
 struct Fixture {
   TestHandler handler;
-  HttpServer server{HttpServer::Options{.loop_threads = 2, .worker_threads = 4}, &handler};
+  HttpServer server{[] { HttpServer::Options o; o.loop_threads = 2; o.worker_threads = 4; return o; }(), &handler};
   Fixture() { REQUIRE(server.Start().ok()); }
   std::string addr() const { return "127.0.0.1:" + std::to_string(server.port()); }
 };
@@ -192,4 +196,234 @@ TEST_CASE("many concurrent clients") {
   CHECK(ok.load() == 16 * 200);
   f.server.Stop();
   CHECK_FALSE(client.Get(f.addr(), "/small").ok());
+}
+
+// ---- client faults are 4xx; limits (docs/reliability.md) ---------------------------------
+
+namespace {
+
+uint64_t Responses(const std::string& server, const char* cls) {
+  return kelp::MetricsRegistry::Default()
+      .GetCounter("kelp_http_responses_total", "", {{"server", server}, {"class", cls}})
+      ->value();
+}
+uint64_t CounterOf(const char* name, const std::string& server) {
+  return kelp::MetricsRegistry::Default().GetCounter(name, "", {{"server", server}})->value();
+}
+
+// Waits up to 10 s for cond; a condition, never a fixed sleep.
+template <typename F>
+bool Eventually(F cond) {
+  for (int i = 0; i < 1000; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cond();
+}
+
+// Reads until the server closes (or 5 s pass).
+std::string ReadToClose(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, n);
+  return out;
+}
+
+struct LimitedFixture {
+  TestHandler handler;
+  HttpServer server;
+  explicit LimitedFixture(HttpServer::Options o) : server(std::move(o), &handler) { REQUIRE(server.Start().ok()); }
+  std::string addr() const { return "127.0.0.1:" + std::to_string(server.port()); }
+};
+
+}  // namespace
+
+TEST_CASE("a body the client cuts short is answered and counted as a client error, not a 500") {
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.name = "t-cut"; return o; }());
+  uint64_t c4 = Responses("t-cut", "4xx"), c5 = Responses("t-cut", "5xx");
+  for (const char* wire : {"PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\npartial",
+                           "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nff\r\nabc"}) {
+    int fd = Dial(f.server.port());
+    send(fd, wire, strlen(wire), MSG_NOSIGNAL);
+    close(fd);
+  }
+  // A reset mid-body (RST instead of FIN) too.
+  {
+    int fd = Dial(f.server.port());
+    std::string w = "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\npartial";
+    send(fd, w.data(), w.size(), MSG_NOSIGNAL);
+    linger lg{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+  }
+  CHECK(Eventually([&] { return Responses("t-cut", "4xx") >= c4 + 3; }));
+  CHECK(Responses("t-cut", "5xx") == c5);
+  // A malformed chunked body is the client's fault as well, and says so.
+  std::string out = Exchange(f.server.port(),
+                             "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n");
+  CHECK(out.find("HTTP/1.1 400") == 0);
+  CHECK(Responses("t-cut", "5xx") == c5);
+}
+
+TEST_CASE("a request head sent byte by byte (slowloris) gets 408 and does not hold up others") {
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.name = "t-slow"; o.request_timeout_ms = 400; return o; }());
+  uint64_t timeouts = CounterOf("kelp_http_timeouts_total", "t-slow");
+  int fd = Dial(f.server.port());
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    std::string head = "GET /small HTTP/1.1\r\nHost: x\r\nX-Padding: " + std::string(1000, 'p');
+    for (char ch : head) {
+      if (stop || send(fd, &ch, 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  // Others are served meanwhile.
+  HttpClient client;
+  for (int i = 0; i < 20; ++i) {
+    auto r = client.Get(f.addr(), "/small");
+    REQUIRE(r.ok());
+    CHECK(r->body == "tiny");
+  }
+  std::string out = ReadToClose(fd);
+  stop = true;
+  drip.join();
+  close(fd);
+  CHECK(out.find("HTTP/1.1 408") == 0);
+  CHECK(CounterOf("kelp_http_timeouts_total", "t-slow") > timeouts);
+}
+
+TEST_CASE("an idle keep-alive connection is closed after the idle timeout") {
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.name = "t-idle"; o.idle_timeout_ms = 300; return o; }());
+  int fd = Dial(f.server.port());
+  std::string req = "GET /small HTTP/1.1\r\nHost: x\r\n\r\n";
+  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::string out = ReadToClose(fd);  // the answer, then the close once idle
+  close(fd);
+  CHECK(out.find("tiny") != std::string::npos);
+  CHECK(out.find("408") == std::string::npos);
+}
+
+TEST_CASE("thousands of idle connections cannot lock other clients out") {
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.max_connections = 100; o.name = "t-many"; return o; }());
+  uint64_t evicted = CounterOf("kelp_http_connections_evicted_total", "t-many");
+  std::vector<int> hogs;
+  for (int i = 0; i < 1000; ++i) hogs.push_back(Dial(f.server.port()));
+  // Each new client evicts an idle hog: the server stays at its limit and keeps serving.
+  for (int i = 0; i < 20; ++i) {
+    HttpClient client;
+    auto r = client.Get(f.addr(), "/small");
+    REQUIRE(r.ok());
+    CHECK(r->body == "tiny");
+  }
+  CHECK(CounterOf("kelp_http_connections_evicted_total", "t-many") >= evicted + 20);
+  CHECK(kelp::MetricsRegistry::Default().GetGauge("kelp_http_connections", "", {{"server", "t-many"}})->value() <= 100);
+  for (int fd : hogs) close(fd);
+}
+
+TEST_CASE("a streamed body slower than the minimum rate gets 408 and frees its worker") {
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 1; o.name = "t-rate"; o.request_timeout_ms = 300; o.body_min_rate = 1 << 20; return o; }());
+  int fd = Dial(f.server.port());
+  std::string head = "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n";
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    while (!stop && send(fd, "0123456789", 10, MSG_NOSIGNAL) == 10) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  std::string out = ReadToClose(fd);
+  stop = true;
+  drip.join();
+  close(fd);
+  CHECK(out.find("HTTP/1.1 408") == 0);
+  // The one worker is free again.
+  HttpClient client;
+  auto r = client.Do("PUT", f.addr(), "/echo", {}, "after");
+  REQUIRE(r.ok());
+  CHECK(r->body == "after");
+}
+
+TEST_CASE("a 10 GiB Content-Length or an endless chunked body is refused without buffering it") {
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 2; o.name = "t-huge"; return o; }());
+  std::string out = Exchange(f.server.port(), "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10737418240\r\n\r\nabc",
+                             false);
+  CHECK(out.find("HTTP/1.1 413") == 0);
+  // Chunked: the handler's limit (16 MiB) stops it part way.
+  int fd = Dial(f.server.port());
+  std::string head = "PUT /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::string chunk = "10000\r\n" + std::string(0x10000, 'z') + "\r\n";
+  std::thread feed([&] {
+    for (int i = 0; i < 1024; ++i) {  // up to 64 MiB
+      if (send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(chunk.size())) break;
+    }
+  });
+  std::string resp = ReadToClose(fd);
+  shutdown(fd, SHUT_RDWR);
+  feed.join();
+  close(fd);
+  CHECK(resp.find("HTTP/1.1 413") == 0);
+}
+
+TEST_CASE("out of file descriptors the server neither spins nor stops serving") {
+#if defined(__SANITIZE_THREAD__)
+  WARN("skipped under TSan: its runtime takes descriptors of its own after the count");
+  return;
+#endif
+  LimitedFixture f([] { HttpServer::Options o; o.loop_threads = 1; o.worker_threads = 1; o.name = "t-emfile"; return o; }());
+  // Room for a few more descriptors than are open, no more (new ones take the lowest free
+  // numbers, and the limit bounds the number).
+  int open_fds = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++open_fds;
+  rlimit old;
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+  rlimit low = old;
+  low.rlim_cur = open_fds + 8;
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+  uint64_t refused = CounterOf("kelp_http_connections_refused_total", "t-emfile");
+  // The clients live in a child process: their descriptors do not count against ours.
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit high = old;
+    setrlimit(RLIMIT_NOFILE, &high);
+    std::vector<int> fds;
+    for (int i = 0; i < 50; ++i) {
+      int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(f.server.port());
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) fds.push_back(fd);
+    }
+    (void)!write(ready[1], "r", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  CHECK(Eventually([&] { return CounterOf("kelp_http_connections_refused_total", "t-emfile") > refused; }));
+  // A spinning event loop would burn a core here.
+  rusage before, after;
+  getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  getrusage(RUSAGE_SELF, &after);
+  auto cpu_ms = [](const rusage& r) {
+    return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000 + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1000;
+  };
+  CHECK(cpu_ms(after) - cpu_ms(before) < 300);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  // Descriptors come back as the dead clients' connections close; service resumes.
+  CHECK(Eventually([&] {
+    HttpClient client;
+    auto r = client.Get(f.addr(), "/small");
+    return r.ok() && r->body == "tiny";
+  }));
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &old) == 0);
 }

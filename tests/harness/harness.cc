@@ -16,7 +16,10 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "shared/status.h"
+
 
 namespace kelp::testing {
 
@@ -136,6 +139,22 @@ bool WaitForHttp(const std::string& addr, const std::string& path, std::chrono::
       [&] {
         auto r = client.Get(addr, path);
         return r.ok() && r->status == 200;
+      },
+      timeout);
+}
+
+bool WaitForLiveVolume(const std::string& filer_addr, std::chrono::milliseconds timeout) {
+  http::HttpClient client(http::HttpClient::Options{.connect_timeout_ms = 500, .io_timeout_ms = 2000});
+  return WaitFor(
+      [&] {
+        auto r = client.Get(filer_addr, "/status");
+        if (!r.ok() || r->status != 200) return false;
+        auto s = nlohmann::json::parse(r->body, nullptr, false);
+        if (s.is_discarded() || !s.contains("topology")) return false;
+        for (const auto& srv : s["topology"]["servers"]) {
+          if (srv.value("alive", false)) return true;
+        }
+        return false;
       },
       timeout);
 }

@@ -63,6 +63,9 @@ class Process {
 // Polls GET addr+path until it answers 200 or the timeout passes.
 bool WaitForHttp(const std::string& addr, const std::string& path, std::chrono::milliseconds timeout);
 
+// Polls the filer at addr (GET /status) until its topology lists a live volume server.
+bool WaitForLiveVolume(const std::string& filer_addr, std::chrono::milliseconds timeout);
+
 // Polls until pred() is true.
 template <typename Pred>
 bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {

@@ -72,6 +72,16 @@ do_unmount() {
   ! kill -0 "$pid" 2>/dev/null && ! grep -q " $1 " /proc/self/mountinfo
 }
 
+# within SECONDS 'COMMAND': the shell command succeeds within SECONDS (evaluated anew every
+# 20 ms, so $(...) in it is too).
+within() {
+  local limit=$1; shift
+  local deadline=$(($(date +%s%N) + limit * 1000000000))
+  while ! eval "$*" 2>/dev/null; do
+    [ "$(date +%s%N)" -lt "$deadline" ] || { echo "not within ${limit}s: $*"; return 1; }
+    sleep 0.02
+  done
+}
 check() {  # check NAME: runs test_NAME in a subshell with set -e
   local name=$1 rc
   # Not as an `if` condition: bash ignores set -e inside one, and only a check's last command

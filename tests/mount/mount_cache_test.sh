@@ -7,7 +7,8 @@
 #   - a remount with the same -cacheDir is warm (hits, no volume read), and the unmount logs a summary;
 #   - a corrupted entry file still reads correct data (checksum failure counted, refetched);
 #   - -cacheCapacityMB=0 creates nothing under -cacheDir;
-#   - a long random-read workload keeps `du -s` of the cache dir within -cacheCapacityMB.
+#   - a long random-read workload keeps `du -s` of the cache dir within -cacheCapacityMB;
+#   - two mounts without -cacheDir each get a disk cache of their own (issue 16).
 # Usage: mount_cache_test.sh KELP_BINARY. Exit: 0 passed, 1 failed, 77 skipped.
 set -uo pipefail
 KELP=${1:-}
@@ -187,6 +188,27 @@ PY
   test "$(du -sk "$T/dcache" | cut -f1)" -le $((cap_mb * 1024))
 }
 check du_within_capacity
+
+test_two_default_mounts_each_get_a_cache() {
+  local a=$T/da b=$T/db dirs from
+  cd /
+  mkdir -p "$T/tmp"
+  from=$(($(wc -l <"$T/mount.log") + 1))
+  TMPDIR=$T/tmp do_mount "$a"
+  TMPDIR=$T/tmp do_mount "$b"
+  # Both read the same files; each must fill a cache directory of its own.
+  cat "$a"/small/* "$b"/small/* >/dev/null
+  dirs=$(ls -d "$T"/tmp/kelp-cache-* | wc -l)
+  echo "default cache dirs: $(ls -d "$T"/tmp/kelp-cache-* | tr '\n' ' ')"
+  test "$dirs" = 2
+  for d in "$T"/tmp/kelp-cache-*; do test "$(ls "$d/small" | wc -l)" -ge 40; done
+  tail -n +"$from" "$T/mount.log" | grep "cache: "
+  ! tail -n +"$from" "$T/mount.log" | grep -q "in use by another process"
+  ! tail -n +"$from" "$T/mount.log" | grep -q "disk tiers OFF"
+  do_unmount "$a"
+  do_unmount "$b"
+}
+check two_default_mounts_each_get_a_cache
 
 cd /
 do_unmount "$C" || true

@@ -8,6 +8,9 @@
 #include "shared/grpc_status.h"
 #include "shared/status.h"
 #include "shared/strings.h"
+#include "shared/file_id.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 
 namespace kelp::volume {
 namespace {
@@ -29,6 +32,21 @@ absl::Status Transport(const absl::Status& s, std::string_view what) {
 
 std::string Target(std::string_view fid) { return kelp::StrCat("/", fid); }
 
+// Sets "Authorization: Bearer" for fid: the token given (from Assign), else one signed here
+// when this process holds the key ([jwt.signing] for writes, [jwt.signing.read] for reads).
+void SetAuth(http::Headers* h, std::string_view given, bool write, std::string_view fid) {
+  std::string token(given);
+  if (token.empty()) {
+    auto sec = security::Current();
+    const security::JwtKey& key = write ? sec->volume_write : sec->volume_read;
+    if (!key.enabled()) return;
+    auto id = FileId::Parse(fid);
+    if (!id.ok()) return;  // the server answers 400
+    token = security::SignFileIdToken(key, *id, 1);
+  }
+  h->Set("Authorization", "Bearer " + token);
+}
+
 }  // namespace
 
 absl::Status StatusFromHttp(int status, std::string_view body, std::string_view what) {
@@ -36,6 +54,8 @@ absl::Status StatusFromHttp(int status, std::string_view body, std::string_view 
   switch (status) {
     case 404:
       return PosixError(ENOENT, msg);
+    case 401:
+      return PosixError(EACCES, msg);
     case 507:
       return PosixError(ENOSPC, msg);
     case 413:
@@ -71,7 +91,7 @@ struct VolumeClient::Stubs {
       args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
       auto stub = VolumeService::NewStub(grpc::CreateCustomChannel(
-          std::string(address), grpc::InsecureChannelCredentials(), args));
+          std::string(address), security::ChannelCredentials(), args));
       it = stubs.emplace(std::string(address), std::move(stub)).first;
     }
     return it->second.get();
@@ -89,12 +109,14 @@ VolumeClient::~VolumeClient() = default;
 
 absl::StatusOr<VolumeClient::UploadResult> VolumeClient::Upload(std::string_view location,
                                                                 std::string_view fid,
-                                                                std::string_view data, bool fsync) {
+                                                                std::string_view data, bool fsync,
+                                                                std::string_view auth) {
   std::string what = kelp::StrCat("upload ", fid, " to ", location);
   std::string target = Target(fid);
   if (fsync) target += "?fsync=true";
   http::Headers h;
   h.Set("Content-Type", "application/octet-stream");
+  SetAuth(&h, auth, true, fid);
   auto resp = http_.Do("PUT", location, target, h, data);
   if (!resp.ok()) return Transport(resp.status(), what);
   if (resp->status != 201 && resp->status != 200)
@@ -117,6 +139,7 @@ absl::Status VolumeClient::Read(std::string_view location, std::string_view fid,
     h.Set("Range", length > 0 ? kelp::StrCat("bytes=", offset, "-", offset + length - 1)
                               : kelp::StrCat("bytes=", offset, "-"));
   }
+  SetAuth(&h, {}, false, fid);
   const bool ranged = offset > 0 || length > 0;
   uint64_t left = length > 0 ? length : UINT64_MAX;
   absl::Status sink_error;
@@ -150,9 +173,21 @@ absl::StatusOr<std::string> VolumeClient::Read(std::string_view location, std::s
   return out;
 }
 
+absl::Status VolumeClient::Sync(std::string_view location, const std::vector<uint32_t>& volume_ids) {
+  std::string target = "/sync?volumes=";
+  for (size_t i = 0; i < volume_ids.size(); ++i) kelp::StrAppend(&target, i ? "," : "", volume_ids[i]);
+  std::string what = kelp::StrCat("POST ", location, target);
+  auto resp = http_.Do("POST", location, target, {}, {});
+  if (!resp.ok()) return Transport(resp.status(), what);
+  if (resp->status != 200) return StatusFromHttp(resp->status, resp->body, what);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> VolumeClient::Delete(std::string_view location, std::string_view fid) {
   std::string what = kelp::StrCat("delete ", fid, " on ", location);
-  auto resp = http_.Do("DELETE", location, Target(fid));
+  http::Headers h;
+  SetAuth(&h, {}, true, fid);
+  auto resp = http_.Do("DELETE", location, Target(fid), h);
   if (!resp.ok()) return Transport(resp.status(), what);
   if (resp->status != 202 && resp->status != 200)
     return StatusFromHttp(resp->status, resp->body, what);

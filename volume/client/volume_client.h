@@ -2,7 +2,10 @@
 // (target volume_client): upload, ranged read, delete over HTTP with keep-alive pooling, and
 // batch delete over gRPC.
 //
-// Errors carry the errno the FUSE edge should return: 404 -> ENOENT, 507 -> ENOSPC,
+// Tokens (docs/security.md): uploads carry the one Assign returned; reads and deletes carry
+// one signed here when this process's security.toml holds the read or write key.
+//
+// Errors carry the errno the FUSE edge should return: 401 -> EACCES, 404 -> ENOENT, 507 -> ENOSPC,
 // 413 -> EFBIG, 403 (read-only volume) -> EROFS, 400 -> EINVAL, 416 -> OutOfRange,
 // 503 and transport failures (refused, reset, timed out) -> UNAVAILABLE (EIO), other 5xx -> EIO.
 //
@@ -41,9 +44,11 @@ class VolumeClient {
     std::string etag;  // without quotes
   };
   // PUTs data as blob fid on the server at location ("host:port"). fsync: durable on every
-  // replica before the reply.
+  // replica before the reply. auth: the token Assign returned with fid ("" = none, or one
+  // signed here when this process holds [jwt.signing]).
   absl::StatusOr<UploadResult> Upload(std::string_view location, std::string_view fid,
-                                      std::string_view data, bool fsync = false);
+                                      std::string_view data, bool fsync = false,
+                                      std::string_view auth = {});
 
   // Reads length bytes of blob fid from offset (length 0 = to the end).
   absl::StatusOr<std::string> Read(std::string_view location, std::string_view fid,
@@ -52,6 +57,10 @@ class VolumeClient {
   // aborts the transfer and is returned.
   absl::Status Read(std::string_view location, std::string_view fid, uint64_t offset,
                     uint64_t length, const std::function<absl::Status(std::string_view)>& sink);
+
+  // Makes every blob written so far to these volumes durable on every replica (POST
+  // /sync?volumes=, docs/volume-http.md) on the server at location.
+  absl::Status Sync(std::string_view location, const std::vector<uint32_t>& volume_ids);
 
   // Deletes blob fid (and its replicas); returns the bytes freed. ENOENT if absent.
   absl::StatusOr<uint64_t> Delete(std::string_view location, std::string_view fid);

@@ -6,6 +6,8 @@
 #include <mutex>
 
 #include "shared/log.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -91,6 +93,11 @@ absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::strin
                                   std::string_view body, bool fsync) {
   std::string path =
       kelp::StrCat("/", fid.ToString(), "?type=replicate", fsync ? "&fsync=true" : "");
+  // Replicas check tokens like any client's: this server holds the same signing key.
+  http::Headers headers;
+  if (auto sec = security::Current(); sec->volume_write.enabled()) {
+    headers.Set("Authorization", "Bearer " + security::SignFileIdToken(sec->volume_write, fid, 1));
+  }
   absl::Status last;
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto targets = ReplicaTargets(v, attempt > 0);
@@ -99,7 +106,7 @@ absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::strin
       if (locations_ == nullptr) return last;
       continue;
     }
-    last = ForwardOnce(v, *targets, method, path, body);
+    last = ForwardOnce(v, *targets, method, path, headers, body);
     if (last.ok()) return last;
   }
   spdlog::warn("volume {}: replicating {} {} failed: {}", v.id(), method, fid.ToString(), last);
@@ -108,11 +115,11 @@ absl::Status BlobService::Forward(const Volume& v, const FileId& fid, std::strin
 
 absl::Status BlobService::ForwardOnce(const Volume& v, const std::vector<std::string>& targets,
                                       std::string_view method, const std::string& target_path,
-                                      std::string_view body) {
+                                      const http::Headers& headers, std::string_view body) {
   std::vector<std::function<absl::Status()>> sends;
   for (const std::string& url : targets) {
     sends.push_back([&, url]() -> absl::Status {
-      auto resp = client_->Do(method, url, target_path, {}, body);
+      auto resp = client_->Do(method, url, target_path, headers, body);
       if (!resp.ok()) return resp.status();
       int st = resp->status;
       bool ok =
@@ -176,7 +183,7 @@ absl::Status BlobService::SyncVolumes(const std::vector<uint32_t>& vids, bool fr
             if (locations_ == nullptr) break;
             continue;
           }
-          last = ForwardOnce(*v, *targets, "POST", path, {});
+          last = ForwardOnce(*v, *targets, "POST", path, {}, {});
           if (last.ok()) return last;
         }
         spdlog::warn("volume {}: syncing the replicas failed: {}", v->id(), last);

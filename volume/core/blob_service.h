@@ -69,7 +69,7 @@ class BlobService {
                        std::string_view body, bool fsync);
   absl::Status ForwardOnce(const Volume& v, const std::vector<std::string>& targets,
                            std::string_view method, const std::string& target_path,
-                           std::string_view body);
+                           const http::Headers& headers, std::string_view body);
 
   // Runs every task (all but the last on the fan-out pool) and returns the first error.
   absl::Status RunAll(const std::vector<std::function<absl::Status()>>& tasks);

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "shared/log.h"
+#include "shared/security/security.h"
 
 namespace kelp::volume {
 
@@ -33,7 +34,7 @@ std::shared_ptr<grpc::Channel> FilerChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, security::ChannelCredentials(), args);
 }
 
 Heartbeater::~Heartbeater() { Stop(); }

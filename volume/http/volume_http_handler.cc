@@ -5,6 +5,8 @@
 #include <ctime>
 
 #include "shared/log.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 #include "shared/version.h"
@@ -56,12 +58,20 @@ bool IsDataMethod(std::string_view m) { return m == "PUT" || m == "POST" || m ==
 }  // namespace
 
 VolumeHttpHandler::VolumeHttpHandler(Options options, Store* store, BlobService* blobs,
-                                     VolumeMetrics* metrics)
+                                     VolumeMetrics* metrics,
+                                     std::shared_ptr<const security::SecurityConfig> security)
     : opts_(options),
       store_(store),
       blobs_(blobs),
       metrics_(metrics),
-      budget_(options.upload_budget) {}
+      budget_(options.upload_budget),
+      security_(security ? std::move(security) : security::Current()) {}
+
+absl::Status VolumeHttpHandler::Authorize(const http::Request& req, const FileId& fid, bool write) const {
+  const security::JwtKey& key = write ? security_->volume_write : security_->volume_read;
+  if (!key.enabled()) return absl::OkStatus();
+  return security::VerifyFileIdToken(key, security::TokenOf(req.header("Authorization"), req.query("jwt")), fid);
+}
 
 bool VolumeHttpHandler::RunInline(const http::Request& req) const {
   const std::string& m = req.method();
@@ -117,6 +127,10 @@ void VolumeHttpHandler::Route(http::Request& req, http::ResponseWriter& w, Outco
   }
   auto fid = ParseFidPath(path);
   if (!fid.ok()) return w.SendStatus(fid.status());
+  if (absl::Status a = Authorize(req, *fid, m != "GET" && m != "HEAD"); !a.ok()) {
+    if (!req.body_done()) w.CloseAfter();  // don't read a body we refuse
+    return w.SendStatus(a);
+  }
   if (m == "GET" || m == "HEAD") return Get(req, w, *fid, out);
   if (m == "DELETE") return Delete(req, w, *fid);
   return Put(req, w, *fid, out);

@@ -11,6 +11,10 @@
 // A wrong cookie is a 404, a malformed fid a 400, a body over the size limit a 413, a full
 // disk a 507, a read-only volume a 403, a failed replication a 503.
 //
+// With [jwt.signing] (and [jwt.signing.read]) keys in security.toml, writes and deletes
+// (and reads) of a fid need a valid token for it ("Authorization: Bearer ..." or ?jwt=),
+// replicated ones included: 401 otherwise, before anything is read or changed.
+//
 // Small GETs and HEADs, and small unreplicated PUTs and DELETEs without fsync, run inline on
 // the HTTP event loop (see http::Handler::RunInline); the rest on worker threads.
 // Threads: thread-safe.
@@ -19,6 +23,7 @@
 #include <cstdint>
 
 #include "shared/http/http_server.h"
+#include "shared/security/security_config.h"
 #include "volume/core/blob_service.h"
 #include "volume/core/volume_metrics.h"
 #include "volume/http/upload_budget.h"
@@ -34,7 +39,9 @@ class VolumeHttpHandler : public http::Handler {
     uint64_t upload_budget = 256ull << 20;    // bytes of upload bodies buffered at once
     int upload_wait_ms = 10000;               // how long an upload waits for room before 503
   };
-  VolumeHttpHandler(Options options, Store* store, BlobService* blobs, VolumeMetrics* metrics);
+  // security: the keys tokens are checked with (security::Current() when null).
+  VolumeHttpHandler(Options options, Store* store, BlobService* blobs, VolumeMetrics* metrics,
+                    std::shared_ptr<const security::SecurityConfig> security = nullptr);
 
   bool RunInline(const http::Request& head) const override;
   void Handle(http::Request& req, http::ResponseWriter& w) override;
@@ -50,12 +57,16 @@ class VolumeHttpHandler : public http::Handler {
   void Delete(http::Request& req, http::ResponseWriter& w, const FileId& fid);
   void Sync(http::Request& req, http::ResponseWriter& w);
   void Status(http::ResponseWriter& w);
+  // OK when the request carries a token for fid that the write (or read) key signed, or
+  // when that key is off; Unauthenticated otherwise.
+  absl::Status Authorize(const http::Request& req, const FileId& fid, bool write) const;
 
   const Options opts_;
   Store* const store_;
   BlobService* const blobs_;
   VolumeMetrics* const metrics_;
   UploadBudget budget_;
+  const std::shared_ptr<const security::SecurityConfig> security_;
 };
 
 }  // namespace kelp::volume

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "shared/file_id.h"
+#include "shared/security/jwt.h"
+#include "shared/security/security.h"
 #include "volume/server/test_server.h"
 #include "volume/store/fault_env.h"
 
@@ -105,4 +107,35 @@ TEST_CASE("POST /sync syncs every copy of a replicated volume, a dead replica fa
 
   b.server->Stop();
   CHECK(a.Do("POST", "/sync?volumes=5").status == 503);
+}
+
+TEST_CASE("with a signing key, replicated writes need a token and the forward to the replica carries its own") {
+  kelp::security::SecurityConfig cfg;
+  cfg.volume_write.key = "replication-test-key-0123";
+  cfg.volume_read.key = "replication-test-read-key";
+  REQUIRE(kelp::security::Install(cfg, kelp::security::kVolumeComponent).ok());
+  Pair p;
+  auto with = [](const std::string& token) {
+    kelp::http::Headers h;
+    if (!token.empty()) h.Set("Authorization", "Bearer " + token);
+    return h;
+  };
+  FileId fid{5, 9, 0xabcd};
+  std::string write = kelp::security::SignFileIdToken(cfg.volume_write, fid, 1);
+  std::string read = kelp::security::SignFileIdToken(cfg.volume_read, fid, 1);
+  auto r = p.a->client.Do("PUT", p.a->addr(), Path(9), {}, "no token");
+  REQUIRE(r.ok());
+  CHECK(r->status == 401);
+  r = p.a->client.Do("PUT", p.a->addr(), Path(9), with(read), "read token");
+  CHECK(r->status == 401);
+  CHECK(p.b->client.Do("GET", p.b->addr(), Path(9), with(read), {})->status == 404);
+
+  r = p.a->client.Do("PUT", p.a->addr(), Path(9), with(write), "replicated");
+  CHECK(r->status == 201);
+  CHECK(p.b->client.Do("GET", p.b->addr(), Path(9), with(read), {})->body == "replicated");
+  CHECK(p.b->client.Do("GET", p.b->addr(), Path(9), {}, {})->status == 401);
+  CHECK(p.b->client.Do("DELETE", p.b->addr(), Path(9), {}, {})->status == 401);
+  CHECK(p.b->client.Do("DELETE", p.b->addr(), Path(9), with(write), {})->status == 202);
+  CHECK(p.a->client.Do("GET", p.a->addr(), Path(9), with(read), {})->status == 404);
+  REQUIRE(kelp::security::Install({}, kelp::security::kVolumeComponent).ok());
 }

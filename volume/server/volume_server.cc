@@ -10,6 +10,7 @@
 #include "shared/http/http_client.h"
 #include "shared/http/http_server.h"
 #include "shared/log.h"
+#include "shared/security/security.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 #include "shared/thread_pool.h"
@@ -85,9 +86,9 @@ absl::Status VolumeServer::Start() {
                                                       opts_.garbage_threshold, [this] {
                                                         if (heartbeat_) heartbeat_->Trigger();
                                                       });
+  ASSIGN_OR_RETURN(auto grpc_creds, security::ServerCredentials(security::kVolumeComponent));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(kelp::StrCat(opts_.ip, ":", grpc_port),
-                           grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(kelp::StrCat(opts_.ip, ":", grpc_port), grpc_creds, &grpc_port_);
   builder.RegisterService(grpc_service_.get());
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || grpc_port_ == 0) {
@@ -125,6 +126,14 @@ void VolumeServer::Stop() {
   }
   if (vacuum_) vacuum_->Stop();
   if (fanout_) fanout_->Stop();
+  // A graceful stop (SIGTERM, systemctl stop) leaves every write on the disk, not only in the
+  // page cache.
+  if (started_ && store_) {
+    for (const std::shared_ptr<Volume>& v : store_->List()) {
+      if (absl::Status s = v->Sync(); !s.ok())
+        spdlog::warn("volume {}: sync at stop: {}", v->id(), s);
+    }
+  }
   started_ = false;
 }
 

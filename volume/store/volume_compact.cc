@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include "shared/log.h"
+#include "shared/progress.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 #include "volume/store/dat_scanner.h"
@@ -161,10 +162,16 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   CompactWriter w(*new_dat, *new_idx);
   (void)w.Start(sb);
 
-  // 2. Copy the live needles.
+  // 2. Copy the live needles, logging progress every 5 s of a long vacuum.
+  uint64_t to_copy = 0, copied = 0;
+  for (const Live& e : live) to_copy += format::NeedleLength(e.size);
+  Progress progress([this](std::string_view line) { spdlog::info("volume {}: {}", id(), line); },
+                    std::chrono::seconds(5));
   std::string buf;
   for (const Live& e : live) {
     buf.resize(format::NeedleLength(e.size));
+    copied += buf.size();
+    progress.Tick("vacuum copying live needles", copied, to_copy, "bytes");
     absl::Status s = ReadFully(*old_dat, e.offset, buf.size(), buf.data());
     if (!s.ok()) return fail(s);
     auto n = DecodeNeedle(buf);

@@ -1,0 +1,39 @@
+#include "mount/mount_options.h"
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+
+namespace kelp::mount {
+
+TEST_CASE("default cache dir: one per filer, filer path and mount point, stable across remounts") {
+  const char* old_tmp = std::getenv("TMPDIR");
+  std::string saved = old_tmp ? old_tmp : "";
+  setenv("TMPDIR", "/var/tmp/", 1);
+  MountOptions a;
+  a.dir = "/nonexistent/kelp-a";
+  a.filer = "127.0.0.1:8888";
+  std::string da = DefaultCacheDir(a);
+  CHECK(da.rfind("/var/tmp/kelp-cache-", 0) == 0);
+  CHECK(da.size() == std::string("/var/tmp/kelp-cache-").size() + 16);
+  CHECK(DefaultCacheDir(a) == da);  // a remount finds its cache again
+
+  MountOptions b = a;
+  b.dir = "/nonexistent/kelp-b";
+  CHECK(DefaultCacheDir(b) != da);  // a second mount gets its own
+  MountOptions c = a;
+  c.filer = "127.0.0.1:9999";
+  CHECK(DefaultCacheDir(c) != da);
+  MountOptions d = a;
+  d.filer_path = "/sub";
+  CHECK(DefaultCacheDir(d) != da);
+  MountOptions e = d;
+  e.filer_path = "/sub/";
+  CHECK(DefaultCacheDir(e) == DefaultCacheDir(d));  // the same subtree, however it is typed
+
+  unsetenv("TMPDIR");
+  CHECK(DefaultCacheDir(a).rfind("/tmp/kelp-cache-", 0) == 0);
+  if (old_tmp) setenv("TMPDIR", saved.c_str(), 1);
+}
+
+}  // namespace kelp::mount

@@ -1,0 +1,479 @@
+#include "shared/rpc/client.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "shared/http/http_parser.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::rpc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long a reader sleeps in recv() before it looks at its deadline again.
+constexpr int kRecvSliceMs = 50;
+constexpr size_t kReadChunk = 64 << 10;
+// Messages a stream may hold unread before it is failed (a consumer that stopped reading).
+constexpr size_t kMaxStreamBacklog = 1 << 16;
+
+int RemainingMs(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
+}
+
+absl::Status Unavailable(std::string_view address, std::string_view what) {
+  return absl::UnavailableError(kelp::StrCat(address, ": ", what));
+}
+
+// Connects to host:port within the deadline; returns a blocking socket.
+absl::StatusOr<int> Dial(const std::string& address, Clock::time_point deadline) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return absl::InvalidArgumentError(kelp::StrCat("address without a port: ", address));
+  std::string host = address.substr(0, colon), port = address.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return Unavailable(address, kelp::StrCat("cannot resolve: ", gai_strerror(rc)));
+  }
+  absl::Status last = Unavailable(address, "no address");
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) continue;
+    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      rc = poll(&p, 1, RemainingMs(deadline));
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (rc == 1) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (rc == 1 && err == 0) {
+        rc = 0;
+      } else {
+        errno = rc == 0 ? ETIMEDOUT : err;
+        rc = -1;
+      }
+    }
+    if (rc == 0) {
+      freeaddrinfo(res);
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK);
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+      int idle = 10, intvl = 5, cnt = 3;
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+      timeval tv{0, kRecvSliceMs * 1000};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      timeval stv{30, 0};  // a server that stops reading for this long is taken for dead
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &stv, sizeof stv);
+      return fd;
+    }
+    last = Unavailable(address, kelp::StrCat("connect: ", strerror(errno)));
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return last;
+}
+
+}  // namespace
+
+// One call in flight.
+struct PendingCall {
+  std::condition_variable cv;
+  bool stream = false;
+  bool done = false;       // the final frame came, or the call failed
+  bool waiting = false;    // a thread sleeps on cv
+  absl::Status status;
+  std::string reply;
+  std::deque<std::string> items;  // stream messages not taken yet
+};
+
+class ClientConn {
+ public:
+  ClientConn(std::string address, int fd, size_t max_payload)
+      : address_(std::move(address)), fd_(fd), max_payload_(max_payload) {}
+  ~ClientConn() { close(fd_); }
+
+  // Upgrades the fresh connection to frames.
+  absl::Status Upgrade(Clock::time_point deadline, std::string_view extra_headers) {
+    std::string req = kelp::StrCat("GET ", kUpgradePath, " HTTP/1.1\r\nHost: ", address_,
+                                   "\r\nConnection: Upgrade\r\nUpgrade: ", kUpgradeProtocol, "\r\n", extra_headers,
+                                   "\r\n");
+    RETURN_IF_ERROR(SendAll(req));
+    for (;;) {
+      http::ResponseHead head;
+      http::ParseResult r = http::ParseResponseHead(std::string_view(rbuf_.data(), rlen_), "GET", &head);
+      if (r.kind == http::ParseResult::kOk) {
+        if (head.status != 101) {
+          return Unavailable(address_, kelp::StrCat("the server answered HTTP ", head.status,
+                                                    " to the rpc upgrade (not a kelp server of this version?)"));
+        }
+        std::memmove(rbuf_.data(), rbuf_.data() + r.consumed, rlen_ - r.consumed);
+        rlen_ -= r.consumed;
+        return absl::OkStatus();
+      }
+      if (r.kind == http::ParseResult::kError || rlen_ > (16 << 10)) {
+        return Unavailable(address_, "malformed answer to the rpc upgrade");
+      }
+      if (Clock::now() >= deadline) return absl::DeadlineExceededError(kelp::StrCat(address_, ": rpc upgrade timed out"));
+      RETURN_IF_ERROR(RecvSome());
+    }
+  }
+
+  bool broken() {
+    std::lock_guard lock(mu_);
+    return !broken_.ok();
+  }
+
+  // Registers a call; returns its id, or the connection's failure.
+  absl::StatusOr<uint64_t> Register(const std::shared_ptr<PendingCall>& call) {
+    std::lock_guard lock(mu_);
+    if (!broken_.ok()) return broken_;
+    uint64_t id = next_id_++;
+    calls_[id] = call;
+    return id;
+  }
+  void Unregister(uint64_t id) {
+    std::lock_guard lock(mu_);
+    calls_.erase(id);
+  }
+
+  absl::Status SendFrame(std::string_view frame) {
+    absl::Status s;
+    {
+      std::lock_guard lock(send_mu_);
+      s = SendAll(frame);
+    }
+    if (!s.ok()) Fail(s);
+    return s;
+  }
+
+  // Waits until ready(call) holds (under mu_), reading the socket for everyone while no one
+  // else does.
+  template <typename Ready>
+  absl::Status Wait(const std::shared_ptr<PendingCall>& call, Clock::time_point deadline, Ready ready) {
+    std::unique_lock lock(mu_);
+    absl::Status result;
+    for (;;) {
+      if (ready(*call)) break;
+      if (Clock::now() >= deadline) {
+        result = absl::DeadlineExceededError(kelp::StrCat(address_, ": no reply within the deadline"));
+        break;
+      }
+      if (!reading_) {
+        reading_ = true;
+        lock.unlock();
+        absl::Status s = ReadOnce();
+        lock.lock();
+        reading_ = false;
+        if (!s.ok()) FailLocked(s);
+        continue;
+      }
+      call->waiting = true;
+      call->cv.wait_until(lock, deadline);
+      call->waiting = false;
+    }
+    // Someone else may need the socket read now.
+    if (!reading_) {
+      for (auto& [id, c] : calls_) {
+        if (c->waiting && c != call) {
+          c->cv.notify_one();
+          break;
+        }
+      }
+    }
+    return result;
+  }
+
+  void Fail(const absl::Status& s) {
+    std::lock_guard lock(mu_);
+    FailLocked(s);
+  }
+
+  template <typename Fn>
+  void WithLock(Fn&& fn) {
+    std::lock_guard lock(mu_);
+    fn();
+  }
+
+  const std::string& address() const { return address_; }
+
+ private:
+  absl::Status SendAll(std::string_view data) {
+    while (!data.empty()) {
+      ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Unavailable(address_, kelp::StrCat("send: ", strerror(errno == EAGAIN ? ETIMEDOUT : errno)));
+      }
+      data.remove_prefix(n);
+    }
+    return absl::OkStatus();
+  }
+
+  // One recv() into the read buffer; OK when it timed out empty.
+  absl::Status RecvSome() {
+    if (rbuf_.size() < rlen_ + kReadChunk) rbuf_.resize(rlen_ + kReadChunk);
+    ssize_t n = recv(fd_, rbuf_.data() + rlen_, rbuf_.size() - rlen_, 0);
+    if (n > 0) {
+      rlen_ += n;
+      return absl::OkStatus();
+    }
+    if (n == 0) return Unavailable(address_, "the server closed the connection");
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return absl::OkStatus();
+    return Unavailable(address_, kelp::StrCat("recv: ", strerror(errno)));
+  }
+
+  // Reads what arrives within one slice and hands every whole frame to its call. Runs without
+  // mu_, by the one reader.
+  absl::Status ReadOnce() {
+    RETURN_IF_ERROR(RecvSome());
+    size_t pos = 0;
+    std::vector<std::pair<FrameHeader, std::string_view>> frames;
+    for (;;) {
+      FrameHeader h;
+      ASSIGN_OR_RETURN(size_t size, DecodeFrame(std::string_view(rbuf_.data() + pos, rlen_ - pos), max_payload_, &h));
+      if (size == 0) break;
+      frames.emplace_back(h, std::string_view(rbuf_.data() + pos + kFrameHeaderSize, h.payload_size));
+      pos += size;
+    }
+    if (!frames.empty()) {
+      std::lock_guard lock(mu_);
+      for (auto& [h, payload] : frames) RETURN_IF_ERROR(DeliverLocked(h, payload));
+    }
+    if (pos > 0) {
+      std::memmove(rbuf_.data(), rbuf_.data() + pos, rlen_ - pos);
+      rlen_ -= pos;
+    }
+    if (rbuf_.size() > (4 << 20) && rlen_ < kReadChunk) {
+      rbuf_.resize(kReadChunk);
+      rbuf_.shrink_to_fit();
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status DeliverLocked(const FrameHeader& h, std::string_view payload) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = calls_.find(h.id);
+    if (it == calls_.end()) return absl::OkStatus();  // a call that gave up
+    PendingCall& c = *it->second;
+    switch (h.type) {
+      case FrameType::kReply:
+        c.reply.assign(payload);
+        c.done = true;
+        break;
+      case FrameType::kError:
+        c.status = DecodeStatus(payload);
+        c.done = true;
+        break;
+      case FrameType::kStream:
+        if (!c.stream) return Unavailable(address_, "a stream message for a unary call");
+        if (c.items.size() >= kMaxStreamBacklog) {
+          c.status = absl::ResourceExhaustedError("stream consumer fell behind");
+          c.done = true;
+          break;
+        }
+        c.items.emplace_back(payload);
+        break;
+      default:
+        return Unavailable(address_, kelp::StrCat("unexpected frame type ", static_cast<int>(h.type)));
+    }
+    if (c.done) calls_.erase(it);
+    c.cv.notify_one();
+    return absl::OkStatus();
+  }
+
+  void FailLocked(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (broken_.ok()) {
+      broken_ = s.code() == absl::StatusCode::kUnavailable ? s : Unavailable(address_, ToStd(s.message()));
+      shutdown(fd_, SHUT_RDWR);
+    }
+    for (auto& [id, c] : calls_) {
+      if (!c->done) {
+        c->done = true;
+        c->status = broken_;
+      }
+      c->cv.notify_one();
+    }
+    calls_.clear();
+  }
+
+  const std::string address_;
+  const int fd_;
+  const size_t max_payload_;
+  std::mutex send_mu_;  // never taken while holding mu_... and mu_ never while holding it
+  std::mutex mu_;
+  absl::Status broken_ ABSL_GUARDED_BY(mu_);
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<PendingCall>> calls_ ABSL_GUARDED_BY(mu_);
+  // The reader's buffer: touched only by the thread that set reading_ (and Upgrade, before
+  // the connection is shared).
+  std::string rbuf_;
+  size_t rlen_ = 0;
+};
+
+// ---- ClientStream ----
+
+ClientStream::ClientStream(std::shared_ptr<ClientConn> conn, std::shared_ptr<PendingCall> call, uint64_t id)
+    : conn_(std::move(conn)), call_(std::move(call)), id_(id) {}
+
+ClientStream::~ClientStream() { Cancel(); }
+
+bool ClientStream::Next(google::protobuf::MessageLite* message) {
+  auto far = Clock::now() + std::chrono::hours(24 * 365);
+  for (;;) {
+    absl::Status s = conn_->Wait(call_, far, [](const PendingCall& c) { return !c.items.empty() || c.done; });
+    (void)s;
+    std::string item;
+    {
+      // Wait returned with the call ready; take the item under the connection's lock again.
+      bool have = false;
+      conn_->WithLock([&] {
+        if (!call_->items.empty()) {
+          item = std::move(call_->items.front());
+          call_->items.pop_front();
+          have = true;
+        } else if (call_->done) {
+          end_ = call_->status;
+        }
+      });
+      if (!have) {
+        if (call_->done) return false;
+        continue;
+      }
+    }
+    if (!message->ParseFromString(item)) {
+      end_ = absl::InternalError("malformed stream message");
+      Cancel();
+      return false;
+    }
+    return true;
+  }
+}
+
+absl::Status ClientStream::Finish() { return end_; }
+
+void ClientStream::Cancel() {
+  bool send = false;
+  conn_->WithLock([&] {
+    if (!call_->done) {
+      call_->done = true;
+      call_->status = absl::CancelledError("stream cancelled");
+      call_->cv.notify_all();
+      send = true;
+    }
+  });
+  conn_->Unregister(id_);
+  if (send) {
+    std::string frame;
+    AppendFrameHeader(&frame, FrameType::kCancel, 0, id_, 0);
+    conn_->SendFrame(frame).IgnoreError();
+  }
+}
+
+// ---- Channel ----
+
+Channel::Channel(std::string address, Options options) : address_(std::move(address)), opts_(options) {}
+
+Channel::~Channel() {
+  std::lock_guard lock(mu_);
+  if (conn_) conn_->Fail(absl::CancelledError("channel closed"));
+}
+
+uint64_t Channel::connects() const {
+  std::lock_guard lock(const_cast<std::mutex&>(mu_));
+  return connects_;
+}
+
+absl::StatusOr<std::shared_ptr<ClientConn>> Channel::Conn(Clock::time_point deadline) {
+  {
+    std::lock_guard lock(mu_);
+    if (conn_ && !conn_->broken()) return conn_;
+  }
+  std::lock_guard connect_lock(connect_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (conn_ && !conn_->broken()) return conn_;
+  }
+  auto connect_deadline = std::min(deadline, Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms));
+  ASSIGN_OR_RETURN(int fd, Dial(address_, connect_deadline));
+  auto conn = std::make_shared<ClientConn>(address_, fd, opts_.max_payload);
+  RETURN_IF_ERROR(conn->Upgrade(connect_deadline, opts_.upgrade_headers ? opts_.upgrade_headers() : std::string()));
+  std::lock_guard lock(mu_);
+  conn_ = conn;
+  ++connects_;
+  return conn;
+}
+
+absl::Status Channel::Connect(std::chrono::milliseconds timeout) { return Conn(Clock::now() + timeout).status(); }
+
+absl::StatusOr<std::string> Channel::CallRaw(uint16_t method, std::string_view request,
+                                             std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  ASSIGN_OR_RETURN(std::shared_ptr<ClientConn> conn, Conn(deadline));
+  auto call = std::make_shared<PendingCall>();
+  ASSIGN_OR_RETURN(uint64_t id, conn->Register(call));
+  std::string frame;
+  frame.reserve(kFrameHeaderSize + request.size());
+  AppendFrameHeader(&frame, FrameType::kRequest, method, id, request.size());
+  frame.append(request);
+  if (absl::Status s = conn->SendFrame(frame); !s.ok()) {
+    conn->Unregister(id);
+    return s;
+  }
+  absl::Status s = conn->Wait(call, deadline, [](const PendingCall& c) { return c.done; });
+  if (!s.ok()) {
+    conn->Unregister(id);
+    return s;
+  }
+  if (!call->status.ok()) return call->status;
+  return std::move(call->reply);
+}
+
+absl::Status Channel::Call(uint16_t method, const google::protobuf::MessageLite& req,
+                           google::protobuf::MessageLite* resp, std::chrono::milliseconds timeout) {
+  std::string payload;
+  if (!req.SerializeToString(&payload)) return absl::InvalidArgumentError("cannot serialize the request");
+  ASSIGN_OR_RETURN(std::string reply, CallRaw(method, payload, timeout));
+  if (!resp->ParseFromString(reply)) return absl::InternalError(kelp::StrCat(address_, ": malformed reply"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ClientStream>> Channel::OpenStream(uint16_t method,
+                                                                  const google::protobuf::MessageLite& req,
+                                                                  std::chrono::milliseconds connect_timeout) {
+  // A stream gets a connection of its own: its reader waits for messages for as long as the
+  // stream lives, and must not stand between the unary callers and their replies.
+  auto deadline = Clock::now() + connect_timeout;
+  ASSIGN_OR_RETURN(int fd, Dial(address_, deadline));
+  auto conn = std::make_shared<ClientConn>(address_, fd, opts_.max_payload);
+  RETURN_IF_ERROR(conn->Upgrade(deadline, opts_.upgrade_headers ? opts_.upgrade_headers() : std::string()));
+  auto call = std::make_shared<PendingCall>();
+  call->stream = true;
+  ASSIGN_OR_RETURN(uint64_t id, conn->Register(call));
+  std::string payload;
+  if (!req.SerializeToString(&payload)) return absl::InvalidArgumentError("cannot serialize the request");
+  std::string frame;
+  AppendFrameHeader(&frame, FrameType::kRequest, method, id, payload.size());
+  frame += payload;
+  RETURN_IF_ERROR(conn->SendFrame(frame));
+  return std::unique_ptr<ClientStream>(new ClientStream(conn, call, id));
+}
+
+}  // namespace kelp::rpc

@@ -1,0 +1,110 @@
+// The client side of shared/rpc: one TCP connection to a server, upgraded from HTTP on the
+// server's HTTP port (docs/rpc-protocol.md), carrying every call of every thread at once.
+//
+// No thread of its own: a thread waiting for its reply reads the socket for everyone
+// (leader/follower). When one thread waits, it sleeps in recv() and the reply wakes it
+// directly: one thread switch per call, not two. When several wait, one reads and hands each
+// reply to its caller; the reader passes the socket on when its own reply came.
+//
+// A connection that fails (the server went away, a malformed frame, a send error) fails every
+// call in flight with UNAVAILABLE; the next call connects again. Calls are not retried here:
+// whether a call may be sent twice is the caller's to say.
+//
+// Thread-safe: share one Channel. A ClientStream is read by one thread; Cancel() from any.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <google/protobuf/message_lite.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "shared/rpc/frame.h"
+
+namespace kelp::rpc {
+
+class ClientConn;
+struct PendingCall;
+
+// A streamed response. Next() blocks for the next message.
+class ClientStream {
+ public:
+  ~ClientStream();  // cancels the call if it is still running
+  ClientStream(const ClientStream&) = delete;
+  ClientStream& operator=(const ClientStream&) = delete;
+
+  // The next message into *message; false when the stream ended (then Finish() says how).
+  bool Next(google::protobuf::MessageLite* message);
+  // How the stream ended: OK for a clean end, CANCELLED after Cancel(), UNAVAILABLE when the
+  // connection failed. Call once Next returned false.
+  absl::Status Finish();
+  // Ends the stream from any thread; a blocked Next returns false.
+  void Cancel();
+
+ private:
+  friend class Channel;
+  ClientStream(std::shared_ptr<ClientConn> conn, std::shared_ptr<PendingCall> call, uint64_t id);
+  std::shared_ptr<ClientConn> conn_;
+  std::shared_ptr<PendingCall> call_;
+  uint64_t id_;
+  absl::Status end_;
+};
+
+class Channel {
+ public:
+  struct Options {
+    // Time allowed to connect and upgrade, within a call's own timeout. Default: 3000 ms.
+    int connect_timeout_ms = 3000;
+    // Largest reply payload accepted, in bytes. Default: 256 MiB.
+    size_t max_payload = kDefaultMaxPayload;
+    // Extra header lines ("Name: value\r\n"...) of each upgrade request, e.g. the token a
+    // secured filer asks for (docs/security.md). Empty = none.
+    std::function<std::string()> upgrade_headers;
+  };
+
+  // address: "host:port" of the server's HTTP port. Connects on first use.
+  Channel(std::string address, Options options);
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // Connects now if not connected.
+  absl::Status Connect(std::chrono::milliseconds timeout);
+
+  // One call. resp is filled on OK. DEADLINE_EXCEEDED when no reply came within timeout
+  // (the call may still have run on the server), UNAVAILABLE when the connection failed.
+  absl::Status Call(uint16_t method, const google::protobuf::MessageLite& req, google::protobuf::MessageLite* resp,
+                    std::chrono::milliseconds timeout);
+  // The same with a serialized request and the raw reply payload.
+  absl::StatusOr<std::string> CallRaw(uint16_t method, std::string_view request, std::chrono::milliseconds timeout);
+
+  // Starts a streamed call on a connection of its own; its messages arrive through the
+  // returned stream.
+  absl::StatusOr<std::unique_ptr<ClientStream>> OpenStream(uint16_t method, const google::protobuf::MessageLite& req,
+                                                           std::chrono::milliseconds connect_timeout);
+
+  const std::string& address() const { return address_; }
+  // Connections made so far (1 while the first one lives).
+  uint64_t connects() const;
+
+ private:
+  absl::StatusOr<std::shared_ptr<ClientConn>> Conn(std::chrono::steady_clock::time_point deadline);
+
+  const std::string address_;
+  const Options opts_;
+  std::mutex mu_;
+  std::shared_ptr<ClientConn> conn_ ABSL_GUARDED_BY(mu_);
+  uint64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mutex connect_mu_;  // one connect at a time; taken before mu_
+};
+
+}  // namespace kelp::rpc

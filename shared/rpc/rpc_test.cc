@@ -1,0 +1,316 @@
+// shared/rpc end to end on loopback: a Server with echo, failing, slow and streaming methods,
+// and Channels calling it from many threads.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <google/protobuf/wrappers.pb.h>
+
+#include "shared/http/http_server.h"
+#include "shared/rpc/client.h"
+#include "shared/rpc/server.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+
+namespace kelp::rpc {
+namespace {
+
+using google::protobuf::StringValue;
+using google::protobuf::UInt64Value;
+using namespace std::chrono_literals;
+
+enum : uint16_t { kEcho = 1, kEchoWorker = 2, kFail = 3, kSlow = 4, kCount = 5, kForever = 6 };
+
+struct TestServer {
+  Service service;
+  std::unique_ptr<Server> server;
+  int port = 0;
+  std::atomic<bool> forever_cancelled{false};
+  std::atomic<int> slow_calls{0};
+
+  explicit TestServer(int loops = 2) {
+    service.AddUnary<StringValue, StringValue>(kEcho, "Echo", [](const StringValue& req, StringValue* resp) {
+      resp->set_value(req.value());
+      return absl::OkStatus();
+    });
+    service.AddUnary<StringValue, StringValue>(
+        kEchoWorker, "EchoWorker",
+        [](const StringValue& req, StringValue* resp) {
+          resp->set_value("w:" + req.value());
+          return absl::OkStatus();
+        },
+        [](const StringValue&) { return Exec::kWorker; });
+    service.AddUnary<StringValue, StringValue>(kFail, "Fail", [](const StringValue& req, StringValue*) {
+      if (req.value() == "throw") throw std::runtime_error("boom");
+      return PosixError(ENOTEMPTY, "not empty: " + req.value());
+    });
+    service.AddUnary<UInt64Value, UInt64Value>(
+        kSlow, "Slow",
+        [this](const UInt64Value& req, UInt64Value* resp) {
+          ++slow_calls;
+          std::this_thread::sleep_for(std::chrono::milliseconds(req.value()));
+          resp->set_value(req.value());
+          return absl::OkStatus();
+        },
+        [](const UInt64Value&) { return Exec::kWorker; });
+    service.AddStream<UInt64Value>(kCount, "Count", [](const UInt64Value& req, StreamWriter& w) {
+      for (uint64_t i = 0; i < req.value(); ++i) {
+        UInt64Value v;
+        v.set_value(i);
+        if (!w.Write(v)) return absl::CancelledError("gone");
+      }
+      return absl::OkStatus();
+    });
+    service.AddStream<UInt64Value>(kForever, "Forever", [this](const UInt64Value&, StreamWriter& w) {
+      UInt64Value v;
+      v.set_value(1);
+      w.Write(v);
+      while (!w.cancelled()) std::this_thread::sleep_for(5ms);
+      forever_cancelled = true;
+      return absl::CancelledError("cancelled");
+    });
+    Server::Options o;
+    o.loop_threads = loops;
+    o.name = "rpc-test";
+    o.metric_prefix = "kelp_rpc_test";
+    server = std::make_unique<Server>(o, &service);
+    REQUIRE(server->Start().ok());
+    auto p = server->Listen("127.0.0.1", 0);
+    REQUIRE(p.ok());
+    port = *p;
+  }
+  std::string address() const { return kelp::StrCat("127.0.0.1:", port); }
+};
+
+absl::StatusOr<std::string> Echo(Channel& ch, std::string_view v, uint16_t method = kEcho) {
+  StringValue req, resp;
+  req.set_value(std::string(v));
+  RETURN_IF_ERROR(ch.Call(method, req, &resp, 5s));
+  return resp.value();
+}
+
+TEST_CASE("rpc: unary calls from many threads each get their own reply") {
+  TestServer ts;
+  Channel ch(ts.address(), {});
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        std::string v = kelp::StrCat("t", t, "-", i, std::string(i % 7 * 100, 'x'));
+        uint16_t m = i % 3 == 0 ? kEchoWorker : kEcho;
+        auto r = Echo(ch, v, m);
+        if (!r.ok() || *r != (m == kEchoWorker ? "w:" + v : v)) ++bad;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(bad == 0);
+  CHECK(ch.connects() == 1);
+}
+
+TEST_CASE("rpc: errors arrive with their code and errno, a throwing handler is INTERNAL") {
+  TestServer ts;
+  Channel ch(ts.address(), {});
+  StringValue req, resp;
+  req.set_value("d");
+  absl::Status s = ch.Call(kFail, req, &resp, 5s);
+  CHECK(ErrnoOf(s) == ENOTEMPTY);
+  CHECK(s.message() == "not empty: d");
+  req.set_value("throw");
+  s = ch.Call(kFail, req, &resp, 5s);
+  CHECK(s.code() == absl::StatusCode::kInternal);
+  CHECK(ch.Call(99, req, &resp, 5s).code() == absl::StatusCode::kUnimplemented);
+  // The connection survived all three.
+  CHECK(*Echo(ch, "still") == "still");
+  CHECK(ch.connects() == 1);
+}
+
+TEST_CASE("rpc: large payloads both ways") {
+  TestServer ts;
+  Channel ch(ts.address(), {});
+  std::string big(8 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + (i * 31 + 7) % 26);
+  auto r = Echo(ch, big);
+  REQUIRE(r.ok());
+  CHECK(*r == big);
+}
+
+TEST_CASE("rpc: a call past its deadline fails alone and the connection goes on") {
+  TestServer ts;
+  Channel ch(ts.address(), {});
+  UInt64Value req, resp;
+  req.set_value(500);
+  auto t0 = std::chrono::steady_clock::now();
+  absl::Status s = ch.Call(kSlow, req, &resp, 100ms);
+  CHECK(s.code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(std::chrono::steady_clock::now() - t0 < 400ms);
+  CHECK(*Echo(ch, "after") == "after");
+  req.set_value(1);
+  CHECK(ch.Call(kSlow, req, &resp, 5s).ok());
+  CHECK(resp.value() == 1);
+}
+
+TEST_CASE("rpc: a slow call does not hold up quick ones on the same connection") {
+  TestServer ts(1);
+  Channel ch(ts.address(), {});
+  std::thread slow([&] {
+    UInt64Value req, resp;
+    req.set_value(300);
+    CHECK(ch.Call(kSlow, req, &resp, 5s).ok());
+  });
+  while (ts.slow_calls.load() == 0) std::this_thread::sleep_for(1ms);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) CHECK(Echo(ch, "q").ok());
+  CHECK(std::chrono::steady_clock::now() - t0 < 250ms);
+  slow.join();
+}
+
+TEST_CASE("rpc: streams deliver every message in order, end cleanly, and can be cancelled") {
+  TestServer ts;
+  Channel ch(ts.address(), {});
+  UInt64Value req;
+  req.set_value(10000);
+  auto st = ch.OpenStream(kCount, req, 5s);
+  REQUIRE(st.ok());
+  UInt64Value v;
+  uint64_t n = 0;
+  while ((*st)->Next(&v)) {
+    REQUIRE(v.value() == n);
+    ++n;
+  }
+  CHECK(n == 10000);
+  CHECK((*st)->Finish().ok());
+
+  auto f = ch.OpenStream(kForever, req, 5s);
+  REQUIRE(f.ok());
+  REQUIRE((*f)->Next(&v));
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(50ms);
+    (*f)->Cancel();
+  });
+  CHECK_FALSE((*f)->Next(&v));
+  CHECK((*f)->Finish().code() == absl::StatusCode::kCancelled);
+  canceller.join();
+  for (int i = 0; i < 200 && !ts.forever_cancelled; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(ts.forever_cancelled);
+  // Unary calls on the channel were never disturbed.
+  CHECK(*Echo(ch, "x") == "x");
+}
+
+TEST_CASE("rpc: a server going away fails calls in flight and the next call reconnects") {
+  auto ts = std::make_unique<TestServer>();
+  int port = ts->port;
+  Channel ch(ts->address(), {});
+  REQUIRE(*Echo(ch, "a") == "a");
+  std::thread slow([&] {
+    UInt64Value req, resp;
+    req.set_value(1000);
+    absl::Status s = ch.Call(kSlow, req, &resp, 10s);
+    CHECK(s.code() == absl::StatusCode::kUnavailable);
+  });
+  while (ts->slow_calls.load() == 0) std::this_thread::sleep_for(1ms);
+  ts->server->Stop();
+  slow.join();
+  CHECK(Echo(ch, "b").status().code() == absl::StatusCode::kUnavailable);  // nobody listens
+
+  // A new server on the same port: the channel connects again by itself.
+  Service service;
+  service.AddUnary<StringValue, StringValue>(kEcho, "Echo", [](const StringValue& r, StringValue* o) {
+    o->set_value("new:" + r.value());
+    return absl::OkStatus();
+  });
+  Server::Options o;
+  o.metric_prefix = "kelp_rpc_test2";
+  Server s2(o, &service);
+  REQUIRE(s2.Start().ok());
+  auto p = s2.Listen("127.0.0.1", port);
+  REQUIRE(p.ok());
+  CHECK(*Echo(ch, "c") == "new:c");
+  CHECK(ch.connects() == 2);
+}
+
+int RawConnect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+std::string ReadUntilClosed(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, n);
+  return out;
+}
+
+TEST_CASE("rpc: garbage gets the connection closed, never the server") {
+  TestServer ts;
+  SECTION("not an upgrade") {
+    int fd = RawConnect(ts.port);
+    std::string req = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    send(fd, req.data(), req.size(), 0);
+    std::string got = ReadUntilClosed(fd);
+    CHECK(got.rfind("HTTP/1.1 400", 0) == 0);
+    close(fd);
+  }
+  SECTION("a malformed frame after the upgrade") {
+    int fd = RawConnect(ts.port);
+    std::string req = "GET /rpc HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: kelp-rpc/1\r\n\r\n";
+    req += std::string("\x02\x00\x00\x00garbage", 11);
+    send(fd, req.data(), req.size(), 0);
+    std::string got = ReadUntilClosed(fd);
+    CHECK(got.rfind("HTTP/1.1 101", 0) == 0);
+    close(fd);
+  }
+  SECTION("a request that is not the method's message") {
+    Channel ch(ts.address(), {});
+    auto r = ch.CallRaw(kEcho, std::string("\xff\xff\xff", 3), 5s);
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+  }
+  Channel ch(ts.address(), {});
+  CHECK(*Echo(ch, "alive") == "alive");
+}
+
+TEST_CASE("rpc: an HTTP server hands upgraded connections over") {
+  Service service;
+  service.AddUnary<StringValue, StringValue>(kEcho, "Echo", [](const StringValue& r, StringValue* o) {
+    o->set_value(r.value());
+    return absl::OkStatus();
+  });
+  Server::Options ro;
+  ro.metric_prefix = "kelp_rpc_test3";
+  Server rpc(ro, &service);
+  REQUIRE(rpc.Start().ok());
+  struct Plain : http::Handler {
+    void Handle(http::Request&, http::ResponseWriter& w) override { w.Send(200, "plain"); }
+  } plain;
+  http::HttpServer::Options ho;
+  ho.loop_threads = 1;
+  ho.upgrades[std::string(kUpgradeProtocol)] = [&rpc](int fd, std::string initial) {
+    rpc.Adopt(fd, std::move(initial));
+  };
+  http::HttpServer hs(ho, &plain);
+  REQUIRE(hs.Start().ok());
+  Channel ch(kelp::StrCat("127.0.0.1:", hs.port()), {});
+  for (int i = 0; i < 100; ++i) REQUIRE(*Echo(ch, kelp::StrCat(i)) == kelp::StrCat(i));
+  CHECK(rpc.connections() == 1);
+  hs.Stop();
+  rpc.Stop();
+}
+
+}  // namespace
+}  // namespace kelp::rpc

@@ -1,0 +1,168 @@
+// BlobClient against real in-process volume servers, with a coordinator of the test's own.
+#include "volume/client/blob_client.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+
+#include "shared/file_id.h"
+#include "shared/status.h"
+#include "shared/strings.h"
+#include "volume/server/test_server.h"
+
+using namespace kelp::volume;
+using namespace kelp::volume::testing;
+using kelp::FileId;
+using kelp::StrCat;
+
+namespace {
+
+// Assigns keys of volume 1 on `primary`; looks volume 1 up as `holders`.
+struct TestCoordinator {
+  std::string primary;
+  std::vector<std::string> holders;
+  std::atomic<uint64_t> next_key{1};
+  std::atomic<int> assigns{0}, lookups{0};
+  absl::Status assign_error;
+
+  Coordinator Get() {
+    Coordinator c;
+    c.assign = [this](const kelp::cluster::AssignRequest& r) -> absl::StatusOr<kelp::cluster::AssignResponse> {
+      ++assigns;
+      if (!assign_error.ok()) return assign_error;
+      kelp::cluster::AssignResponse a;
+      uint64_t key = next_key.fetch_add(r.count());
+      a.set_fid(FileId{1, key, 0xabcdef}.ToString());
+      a.set_count(r.count());
+      a.add_locations()->set_url(primary);
+      return a;
+    };
+    c.lookup = [this](const kelp::cluster::LookupVolumeRequest& r) -> absl::StatusOr<kelp::cluster::LookupVolumeResponse> {
+      ++lookups;
+      kelp::cluster::LookupVolumeResponse out;
+      for (uint32_t vid : r.volume_ids()) {
+        auto* v = out.add_volumes();
+        v->set_volume_id(vid);
+        if (vid == 1) {
+          for (const auto& h : holders) v->add_locations()->set_url(h);
+        }
+      }
+      return out;
+    };
+    return c;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("blob client: puts in assigned batches, reads back by ranges, syncs volumes") {
+  TestServer t;
+  REQUIRE(t.server->store().Allocate(1, "", "000").ok());
+  TestCoordinator tc;
+  tc.primary = t.addr();
+  tc.holders = {t.addr()};
+  VolumeClient vc;
+  BlobClient::Options o;
+  o.assign_batch = 4;
+  o.metric_prefix = "kelp_blob_test";
+  BlobClient bc(tc.Get(), &vc, o);
+  std::vector<std::pair<std::string, std::string>> stored;
+  for (int i = 0; i < 10; ++i) {
+    std::string data = RandomBlob(i, 1000 + i * 3000);
+    auto fid = bc.Put(data, i % 3 == 0);
+    REQUIRE(fid.ok());
+    stored.emplace_back(*fid, data);
+  }
+  CHECK(tc.assigns == 3);  // 4 + 4 + 2 of 3 batches
+  for (const auto& [fid, data] : stored) {
+    std::string out(data.size() - 100, '\0');
+    REQUIRE(bc.Read(fid, 50, out.size(), out.data()).ok());
+    CHECK(out == data.substr(50, out.size()));
+  }
+  CHECK(tc.lookups == 0);  // the assignment told where volume 1 is
+  REQUIRE(bc.SyncVolumes({1}).ok());
+  CHECK(kelp::ErrnoOf(bc.SyncVolumes({7})) == EIO);  // nowhere to be found
+  std::string nope(10, '\0');
+  CHECK(kelp::ErrnoOf(bc.Read(FileId{1, 999999, 0xabcdef}.ToString(), 0, 10, nope.data())) == ENOENT);
+}
+
+TEST_CASE("blob client: a dead replica is skipped, a failed upload takes a fresh assignment") {
+  TestServer a, b;
+  REQUIRE(a.server->store().Allocate(1, "", "000").ok());
+  REQUIRE(b.server->store().Allocate(1, "", "000").ok());
+  VolumeClient vc;
+  std::string dead = "127.0.0.1:1";
+  // Reads: the first holder is dead, the second answers.
+  std::string data = RandomBlob(7, 50000);
+  std::string fid = FileId{1, 77, 0xabcdef}.ToString();
+  REQUIRE(vc.Upload(b.addr(), fid, data).ok());
+  TestCoordinator tc;
+  tc.primary = dead;
+  tc.holders = {dead, b.addr()};
+  BlobClient::Options o;
+  o.metric_prefix = "kelp_blob_test2";
+  BlobClient bc(tc.Get(), &vc, o);
+  std::string out(data.size(), '\0');
+  REQUIRE(bc.Read(fid, 0, out.size(), out.data()).ok());
+  CHECK(out == data);
+  // Uploads: the assigned server is dead; the retry goes to a fresh assignment.
+  int attempt = 0;
+  Coordinator c = tc.Get();
+  auto assign = c.assign;
+  c.assign = [&](const kelp::cluster::AssignRequest& r) -> absl::StatusOr<kelp::cluster::AssignResponse> {
+    auto resp = assign(r);
+    if (resp.ok() && attempt++ > 0) resp->mutable_locations(0)->set_url(a.addr());
+    return resp;
+  };
+  BlobClient retrying(c, &vc, o);
+  auto put = retrying.Put("payload", false);
+  REQUIRE(put.ok());
+  CHECK(*vc.Read(a.addr(), *put) == "payload");
+  // No writable volume at all: ENOSPC, not a retry storm.
+  tc.assign_error = absl::ResourceExhaustedError("no writable volume");
+  BlobClient full(tc.Get(), &vc, o);
+  CHECK(kelp::ErrnoOf(full.Put("x", false).status()) == ENOSPC);
+}
+
+TEST_CASE("a replica that fails part way is resumed on the next one, no byte twice") {
+  std::string blob = RandomBlob(8, 10000);
+  std::vector<std::string> asked;
+  auto read = [&](const std::string& url, uint64_t off, uint64_t len,
+                  const ByteSink& sink) -> absl::Status {
+    asked.push_back(StrCat(url, "@", off, "+", len));
+    if (url == "dead") return absl::UnavailableError("connection refused");
+    if (url == "flaky") {  // sends 1234 bytes, then drops
+      RETURN_IF_ERROR(sink(std::string_view(blob).substr(off, 1234)));
+      return absl::UnavailableError("connection reset");
+    }
+    if (url == "short") return sink(std::string_view(blob).substr(off, 10));  // "ok" but short
+    return sink(std::string_view(blob).substr(off, len));
+  };
+  std::string got;
+  auto sink = [&](std::string_view p) {
+    got.append(p);
+    return absl::OkStatus();
+  };
+  int failovers = 0;
+  REQUIRE(
+      ReadWithFailover({"dead", "flaky", "short", "good"}, 100, 5000, read, sink, &failovers).ok());
+  CHECK(got == blob.substr(100, 5000));
+  CHECK(failovers == 3);
+  CHECK(asked == std::vector<std::string>{"dead@100+5000", "flaky@100+5000", "short@1334+3766",
+                                          "good@1344+3756"});
+
+  got.clear();
+  failovers = 0;
+  CHECK(ReadWithFailover({"dead", "flaky"}, 0, 5000, read, sink, &failovers).code() ==
+        absl::StatusCode::kUnavailable);
+  CHECK(failovers == 2);
+  CHECK(ReadWithFailover({}, 0, 1, read, sink, &failovers).code() != absl::StatusCode::kOk);
+
+  // A sink error (the client went away) stops at once.
+  auto bad_sink = [](std::string_view) { return absl::DataLossError("client gone"); };
+  asked.clear();
+  CHECK(ReadWithFailover({"good", "good"}, 0, 10, read, bad_sink, &failovers).code() ==
+        absl::StatusCode::kDataLoss);
+  CHECK(asked.size() == 1);
+}
+
