@@ -29,14 +29,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-PgTestServer& Pg() {
-  static std::unique_ptr<PgTestServer> server = [] {
-    auto s = PgTestServer::Start();
-    if (!s.ok()) FAIL("cannot start PostgreSQL: " << s.status().ToString());
-    return std::move(*s);
-  }();
-  return *server;
-}
+PgTestServer& Pg() { return kelp::filer::testing::SharedPgTestServer(); }
 
 struct FilerProc {
   int port = 0;

@@ -26,9 +26,11 @@ kb_log "postgres: $KB_PG_DSN"
 if [[ " $STEPS " == *" store "* ]]; then
   for store in rocksdb postgres; do
     kb_log "store_bench $store, load $(kb_load)"
-    "$BIN/store_bench" -store=$store -store.dsn="$KB_PG_DSN" -store.keyspace=sb -dir="$KB_DIR/sb-rocks" \
+    pg0=$(kb_pg_cpu)
+    TIMEFORMAT="store_bench process: %U s user, %S s system, %R s wall"
+    time "$BIN/store_bench" -store=$store -store.dsn="$KB_PG_DSN" -store.keyspace=sb -dir="$KB_DIR/sb-rocks" \
       -files="$SB_FILES" -threads=4
-    kb_log "load after: $(kb_load)"
+    kb_log "load after: $(kb_load); postgres CPU during the run: $(awk -v a="$pg0" -v b="$(kb_pg_cpu)" 'BEGIN { print b - a }') s"
   done
 fi
 

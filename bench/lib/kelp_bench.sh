@@ -99,10 +99,12 @@ kb_start_postgres() {
 }
 
 # kb_pg_cpu: CPU seconds (user+sys) of the postgres started by kb_start_postgres and every
-# backend it forked, so far (backends that exited are not counted).
+# backend it forked, so far: live ones, and those that exited (the postmaster reaped them, so
+# they count in its cutime/cstime).
 kb_pg_cpu() {
-  local p t=0 hz
+  local p t hz
   hz=$(getconf CLK_TCK)
+  t=$(awk '{ print $16 + $17 }' "/proc/$KB_PG_PID/stat")
   for p in "$KB_PG_PID" $(pgrep -P "$KB_PG_PID"); do
     [ -r "/proc/$p/stat" ] || continue
     t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))

@@ -121,6 +121,12 @@ absl::StatusOr<Resp> FilerClient::Call(FilerMethod m, const Req& req, Kind kind)
         continue;
       }
       s = channel.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
+      if (s.code() == absl::StatusCode::kDeadlineExceeded) {
+        // No answer in time (a hung filer, or a machine gone without closing anything): the
+        // call's time is spent, but the next call goes to the next filer.
+        MoveOn(at);
+        break;
+      }
       if (s.code() != absl::StatusCode::kUnavailable) break;
       // The connection failed under the call: the filer may be gone (or restarting; the
       // next call finds out). A read goes to the next filer; a mutation may have been applied.

@@ -15,7 +15,7 @@
 // connection could not be made) is sent to the next filer, whatever it is; a read whose
 // connection failed under it is sent again to the next; a mutation whose connection failed
 // under it is not (it may have been applied) and returns UNAVAILABLE, and the next call goes
-// to the next filer. Every filer answers every request, and sessions, opens and the event log
+// to the next filer; so does the call after one that got no answer in time. Every filer answers every request, and sessions, opens and the event log
 // live in the store, so moving loses nothing. With one address nothing of this applies.
 //
 // Durability bookkeeping: fsync(2) makes durable what this client changed. The client counts

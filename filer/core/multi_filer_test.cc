@@ -24,14 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-PgTestServer& Pg() {
-  static std::unique_ptr<PgTestServer> server = [] {
-    auto s = PgTestServer::Start();
-    if (!s.ok()) FAIL("cannot start PostgreSQL: " << s.status().ToString());
-    return std::move(*s);
-  }();
-  return *server;
-}
+PgTestServer& Pg() { return kelp::filer::testing::SharedPgTestServer(); }
 
 // Two filers on one store: each with its own store handle (for PostgreSQL its own
 // connections, as two processes would have), its own locks, sequences and event log.

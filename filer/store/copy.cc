@@ -10,20 +10,24 @@
 namespace kelp::filer {
 namespace {
 
+// Counts a copied key and value into r and the digest.
+void Account(std::string_view key, std::string_view value, Hasher& h, CopyResult& r) {
+  std::string len;
+  PutFixed64BE(&len, key.size());
+  h.Update(len);
+  h.Update(key);
+  h.Update(value);
+  ++r.keys;
+  r.bytes += key.size() + value.size();
+}
+
 // Digest of the copied keys of a store, in key order.
 absl::StatusOr<CopyResult> Digest(KvStore& kv) {
   CopyResult r;
   Hasher h;
   auto it = kv.Scan("", "");
   for (; it->Valid(); it->Next()) {
-    if (!CopiedKey(it->key())) continue;
-    std::string len;
-    PutFixed64BE(&len, it->key().size());
-    h.Update(len);
-    h.Update(it->key());
-    h.Update(it->value());
-    ++r.keys;
-    r.bytes += it->key().size() + it->value().size();
+    if (CopiedKey(it->key())) Account(it->key(), it->value(), h, r);
   }
   RETURN_IF_ERROR(it->status());
   r.digest = h.Digest();
@@ -52,14 +56,8 @@ absl::StatusOr<CopyResult> CopyStore(KvStore& from, KvStore& to, const CopyOptio
   auto it = from.Scan("", "");
   for (; it->Valid(); it->Next()) {
     if (!CopiedKey(it->key())) continue;
-    std::string len;
-    PutFixed64BE(&len, it->key().size());
-    h.Update(len);
-    h.Update(it->key());
-    h.Update(it->value());
+    Account(it->key(), it->value(), h, r);
     b.Put(it->key(), it->value());
-    ++r.keys;
-    r.bytes += it->key().size() + it->value().size();
     if (b.size() >= batch_size) {
       RETURN_IF_ERROR(to.Write(b, false));
       b.Clear();

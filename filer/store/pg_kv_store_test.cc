@@ -19,14 +19,7 @@ using kelp::filer::testing::PgTestServer;
 
 namespace {
 
-PgTestServer& Server() {
-  static std::unique_ptr<PgTestServer> server = [] {
-    auto s = PgTestServer::Start();
-    if (!s.ok()) FAIL("cannot start PostgreSQL: " << s.status().ToString());
-    return std::move(*s);
-  }();
-  return *server;
-}
+PgTestServer& Server() { return kelp::filer::testing::SharedPgTestServer(); }
 
 std::string NewKeyspace() {
   static int n = 0;

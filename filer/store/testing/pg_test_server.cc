@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "shared/strings.h"
 
 namespace kelp::filer::testing {
@@ -174,6 +176,15 @@ PgTestServer::~PgTestServer() {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
+}
+
+PgTestServer& SharedPgTestServer() {
+  static std::unique_ptr<PgTestServer> server = [] {
+    auto s = PgTestServer::Start();
+    if (!s.ok()) FAIL("cannot start PostgreSQL: " << s.status().ToString());
+    return std::move(*s);
+  }();
+  return *server;
 }
 
 }  // namespace kelp::filer::testing

@@ -44,4 +44,8 @@ class PgTestServer {
   pid_t pid_ = -1;
 };
 
+// One server per test binary, started on first use (the test fails with the reason when it
+// cannot start) and stopped when the binary exits.
+PgTestServer& SharedPgTestServer();
+
 }  // namespace kelp::filer::testing
