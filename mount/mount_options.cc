@@ -32,6 +32,9 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("concurrentWriters", &o.concurrent_writers, "chunk uploads running at once");
   flags.Add("writeBufferSizeMB", &o.write_buffer_size_mb,
             "bound on dirty data held in memory, in MiB; writers wait for uploads beyond it");
+  flags.Add("journalMaxKB", &o.journal_max_kb,
+            "an fsync of at most this many dirty KiB of a file journals them with its metadata (one device "
+            "flush); 0 = never");
   flags.Add("replication", &o.replication, "replication \"xyz\" of new chunks (empty = filer default)");
   flags.Add("collection", &o.collection, "collection of new chunks");
   flags.Add("readOnly", &o.read_only, "mount read-only");
@@ -66,6 +69,7 @@ absl::Status ValidateMountOptions(MountOptions& o) {
   if (!kelp::ParseInt(o.umask, &um, 8) || um > 0777) {
     return absl::InvalidArgumentError(kelp::StrCat("-umask \"", o.umask, "\" is not an octal mode like 022"));
   }
+  if (o.journal_max_kb > 1024) return absl::InvalidArgumentError("-journalMaxKB must be at most 1024");
   if (o.attr_timeout < 0 || o.entry_timeout < 0) {
     return absl::InvalidArgumentError("-attrTimeout and -entryTimeout must not be negative");
   }

@@ -29,6 +29,10 @@ struct MountOptions {
   // Bound on dirty (not yet uploaded) data in memory, in MiB. Writers block while it is
   // reached until uploads free room. Default: 256.
   uint64_t write_buffer_size_mb = 256;
+  // An fsync of at most this many dirty bytes of a file sends them in its commit to the filer
+  // (journaled with the metadata: one device flush) instead of uploading them to a volume
+  // server first; 0 = always upload. At most 1024. Default: 256.
+  uint64_t journal_max_kb = 256;
   // Replication of new chunks ("xyz", as SeaweedFS); empty = the filer's default.
   std::string replication;
   // Collection of new chunks; empty = none.

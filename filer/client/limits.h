@@ -16,6 +16,9 @@ inline constexpr uint32_t kMaxInlineSize = 4096;
 // Longest xattr name (XATTR_NAME_MAX) and largest xattr value (XATTR_SIZE_MAX), in bytes.
 inline constexpr uint32_t kMaxXattrNameLen = 255;
 inline constexpr uint32_t kMaxXattrValueLen = 65536;
+// Most bytes of file data one CommitChunks may carry itself (journaled chunks: no blob, the
+// filer keeps them with the metadata, one WAL sync for an fsync of small writes).
+inline constexpr uint32_t kMaxJournalCommit = 1 << 20;
 // Largest file size, in bytes (2^60), so offset arithmetic never overflows. Beyond: EFBIG.
 inline constexpr uint64_t kMaxFileSize = 1ULL << 60;
 // Most hard links one inode may have (ext4's EXT4_LINK_MAX); beyond it Link fails EMLINK.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <map>
 #include <set>
 
 #include "filer/client/chunk_intervals.h"
@@ -21,7 +22,12 @@ namespace {
 constexpr int kOptimisticReads = 4;
 
 absl::Status ValidateChunk(const Chunk& c) {
-  if (!FileId::Parse(c.fid()).ok()) return PosixError(EINVAL, StrCat("bad fid '", c.fid(), "'"));
+  if (c.fid().empty()) {  // journaled: the bytes are in the request
+    if (c.data().size() != c.size()) return PosixError(EINVAL, "a journaled chunk's data is not its size");
+  } else {
+    if (!FileId::Parse(c.fid()).ok()) return PosixError(EINVAL, StrCat("bad fid '", c.fid(), "'"));
+    if (!c.data().empty()) return PosixError(EINVAL, "a chunk with a fid carries no data");
+  }
   if (c.size() == 0) return PosixError(EINVAL, "empty chunk");
   if (c.offset() > kMaxFileSize || c.size() > kMaxFileSize - c.offset()) {
     return PosixError(EFBIG, "chunk beyond the largest file size");
@@ -62,6 +68,7 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
       ASSIGN_OR_RETURN(*resp.add_chunks(), DecodeChunk(keys::SecondU64(it->key()), it->value()));
     }
     RETURN_IF_ERROR(it->status());
+    if (before.journal_count > 0) RETURN_IF_ERROR(AttachJournal(ino, &resp));
     ASSIGN_OR_RETURN(InodeRecord after, LoadInode(ino));
     if (after.version != before.version) return std::optional<GetChunksResponse>();
     *resp.mutable_attr() = before.ToAttr();
@@ -80,8 +87,38 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
   });
 }
 
+absl::Status FilerService::AttachJournal(uint64_t ino, GetChunksResponse* resp) {
+  std::map<uint64_t, Chunk*> journaled;
+  for (Chunk& c : *resp->mutable_chunks()) {
+    if (c.fid().empty()) journaled[c.seq()] = &c;
+  }
+  if (journaled.empty()) return absl::OkStatus();
+  std::string prefix = keys::JournalPrefix(ino);
+  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  for (; it->Valid(); it->Next()) {
+    auto c = journaled.find(keys::SecondU64(it->key()));
+    if (c == journaled.end()) continue;
+    int64_t ms;
+    std::string_view data;
+    RETURN_IF_ERROR(DecodeJournal(it->value(), &ms, &data));
+    if (data.size() != c->second->size()) return absl::DataLossError(StrCat("inode ", ino, ": journaled chunk of the wrong size"));
+    c->second->set_data(std::string(data));
+    journaled.erase(c);
+  }
+  RETURN_IF_ERROR(it->status());
+  if (!journaled.empty()) return absl::DataLossError(StrCat("inode ", ino, ": journaled chunk without its bytes"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChunksRequest& req) {
-  for (const Chunk& c : req.chunks()) RETURN_IF_ERROR(ValidateChunk(c));
+  uint64_t journaled = 0;
+  for (const Chunk& c : req.chunks()) {
+    RETURN_IF_ERROR(ValidateChunk(c));
+    journaled += c.data().size();
+  }
+  if (journaled > kMaxJournalCommit) {
+    return PosixError(EINVAL, StrCat("a commit journals at most ", kMaxJournalCommit, " bytes"));
+  }
   if (req.attrs().valid() & SET_ATTR_SIZE) return PosixError(EINVAL, "a commit's attributes cannot set the size");
   if (req.min_size() > kMaxFileSize) return PosixError(EFBIG, "size too large");
   ASSIGN_OR_RETURN(CommitChunksResponse resp, Transact([&] { return CommitChunksOnce(req); }));
@@ -114,9 +151,19 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const Commit
     std::vector<Chunk> added;
     added.reserve(n);
     uint64_t end = req.min_size();
+    int64_t now = NowNs();
     for (size_t i = 0; i < n; ++i) {
       Chunk c = req.chunks(static_cast<int>(i));
       c.set_seq(first + i);
+      if (c.fid().empty()) {
+        // Journaled: the bytes go into this batch (and the WAL sync the caller asked for).
+        c.set_blob_offset(0);
+        c.set_blob_size(c.size());
+        m.batch().Put(keys::JournalKey(ino, c.seq()), EncodeJournal(now / 1'000'000, c.data()));
+        c.clear_data();
+        if (rec.journal_count == 0 && !rec.xattrs_counted) RETURN_IF_ERROR(CountXattrs(rec, 0));
+        ++rec.journal_count;
+      }
       m.batch().Put(keys::ChunkKey(ino, c.seq()), EncodeChunk(c));
       end = std::max(end, c.offset() + c.size());
       resp.add_seqs(c.seq());
@@ -124,7 +171,6 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const Commit
     }
     rec.chunk_count += n;
     rec.size = std::max(rec.size, end);
-    int64_t now = NowNs();
     rec.mtime_ns = req.mtime_ns() != 0 ? req.mtime_ns() : now;
     rec.ctime_ns = now;
     if (req.has_attrs()) ApplyAttrBits(rec, req.attrs(), now);
@@ -166,7 +212,12 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
     // A Delete after the Put of an added record in the same batch removes it.
     m.batch().Delete(keys::ChunkKey(rec.ino, c.seq()));
     --rec.chunk_count;
-    dropped.insert(c.fid());
+    if (c.fid().empty()) {
+      m.batch().Delete(keys::JournalKey(rec.ino, c.seq()));
+      --rec.journal_count;
+    } else {
+      dropped.insert(c.fid());
+    }
   }
   std::vector<std::string> garbage;
   for (const auto& fid : dropped) {
@@ -187,13 +238,18 @@ absl::Status FilerService::DropContentLocked(Mutation& m, InodeRecord& rec) {
   auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
-    fids.insert(c.fid());
+    if (c.fid().empty()) {
+      m.batch().Delete(keys::JournalKey(rec.ino, c.seq()));
+    } else {
+      fids.insert(c.fid());
+    }
     m.batch().Delete(it->key());
   }
   RETURN_IF_ERROR(it->status());
   m.Collect(std::vector<std::string>(fids.begin(), fids.end()), rec.ino);
   if (rec.inline_size > 0) m.batch().Delete(keys::InlineKey(rec.ino));
   rec.chunk_count = rec.compacted_chunks = 0;
+  rec.journal_count = 0;
   rec.inline_size = rec.size = 0;
   return absl::OkStatus();
 }

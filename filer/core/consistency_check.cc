@@ -28,6 +28,7 @@ struct InodeInfo {
   uint64_t parent = 0;
   uint64_t size = 0;
   uint64_t chunk_count = 0;
+  uint64_t journal_count = 0;
   uint64_t inline_size = 0;
   uint64_t next_cookie = 0;
   bool corrupt = false;  // the record does not decode: present, but nothing is known
@@ -35,6 +36,7 @@ struct InodeInfo {
   uint32_t links = 0;
   uint32_t subdirs = 0;
   uint64_t chunks_seen = 0;
+  uint64_t journal_seen = 0;
   uint64_t inline_seen = 0;
   bool orphan = false;
 };
@@ -65,6 +67,8 @@ class Checker {
     RETURN_IF_ERROR(ScanOrphans());
     phase_ = "chunk records";
     RETURN_IF_ERROR(ScanChunks());
+    phase_ = "journaled bytes";
+    RETURN_IF_ERROR(ScanJournal());
     phase_ = "inline data";
     RETURN_IF_ERROR(ScanInlineAndXattrs(keys::kInline));
     phase_ = "xattrs";
@@ -161,6 +165,7 @@ class Checker {
       i.parent = rec->parent;
       i.size = rec->size;
       i.chunk_count = rec->chunk_count;
+      i.journal_count = rec->journal_count;
       i.inline_size = rec->inline_size;
       i.next_cookie = rec->next_cookie;
       if (S_ISDIR(rec->mode)) ++r_.directories;
@@ -273,6 +278,9 @@ class Checker {
       auto c = DecodeChunk(seq, it->value());
       if (!c.ok()) {
         Add(Keyed(ProblemKind::kCorruptRecord, it->key(), ino), "chunk {}/{}: corrupt", ino, seq);
+      } else if (c->fid().empty()) {
+        journaled_[{ino, seq}] = c->size();  // its bytes are in the J family
+        if (auto i = inodes_.find(ino); i != inodes_.end()) ++i->second.journal_seen;
       } else if (!NoteFid(c->fid())) {
         Add(Keyed(ProblemKind::kChunkBadFid, it->key(), ino), "chunk {}/{}: malformed fid '{}'",
             ino, seq, c->fid());
@@ -285,6 +293,34 @@ class Checker {
       } else {
         ++i->second.chunks_seen;
       }
+    }
+    return it->status();
+  }
+
+  absl::Status ScanJournal() {
+    auto it = Family(keys::kJournal);
+    for (; it->Valid(); it->Next()) {
+      uint64_t ino = keys::FirstU64(it->key());
+      uint64_t seq = keys::SecondU64(it->key());
+      if (inodes_.find(ino) == inodes_.end()) {
+        records_without_inode_.insert(ino);
+        continue;
+      }
+      auto j = journaled_.find({ino, seq});
+      int64_t ms;
+      std::string_view data;
+      if (j == journaled_.end()) {
+        Add(Keyed(ProblemKind::kJournalStray, it->key(), ino), "journal {}/{}: bytes no chunk record names", ino, seq);
+      } else if (!DecodeJournal(it->value(), &ms, &data).ok() || data.size() != j->second) {
+        Add(Keyed(ProblemKind::kCorruptRecord, it->key(), ino), "journal {}/{}: corrupt or of the wrong size", ino,
+            seq);
+      }
+      if (j != journaled_.end()) journaled_.erase(j);
+    }
+    for (const auto& [key, size] : journaled_) {
+      if (inodes_.find(key.first) == inodes_.end()) continue;
+      Add(Keyed(ProblemKind::kJournalMissing, keys::ChunkKey(key.first, key.second), key.first),
+          "chunk {}/{}: journaled, but its {} bytes are missing", key.first, key.second, size);
     }
     return it->status();
   }
@@ -439,6 +475,12 @@ class Checker {
       if (i.orphan && (i.links > 0 || root)) {
         Add(P(ProblemKind::kOrphanLinked, ino), "inode {}: on the orphan list but linked", ino);
       }
+      if (i.journal_seen != i.journal_count) {
+        Problem p = P(ProblemKind::kJournalCount, ino);
+        p.value = i.journal_seen;
+        Add(std::move(p), "inode {}: journal_count {} but {} journaled chunk records", ino, i.journal_count,
+            i.journal_seen);
+      }
       if (i.chunks_seen != i.chunk_count) {
         Problem p = P(ProblemKind::kChunkCount, ino);
         p.value = i.chunks_seen;
@@ -542,6 +584,7 @@ class Checker {
   std::unordered_set<std::string> referenced_;
   std::unordered_set<uint64_t> reaches_root_;
   std::set<uint64_t> records_without_inode_;
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> journaled_;  // (ino, seq) -> size, until its J key is seen
   uint64_t max_ino_ = 0, max_chunk_seq_ = 0, max_event_seq_ = 0, max_gc_seq_ = 0;
   uint64_t max_volume_id_ = 0, max_needle_key_ = 0;
 };

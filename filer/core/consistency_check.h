@@ -41,6 +41,7 @@ enum class ProblemKind {
   kDirParent,            // value: the directory whose entry names this directory
   kDirUnreachable,       // value: where to cut (the top of the chain, or the least ino of a cycle)
   kChunkCount,           // value: chunk records seen
+  kJournalCount,         // value: journaled chunk records seen
   kInlineSize,           // value: bytes of inline data stored
   kInlineTooLarge,       // inline data longer than the file (no automatic fix)
   kNotOrphan,            // nlink 0 and no names, but not on the orphan list
@@ -50,6 +51,8 @@ enum class ProblemKind {
   kRecordsWithoutInode,  // chunk, inline or xattr records of a missing inode
   kOrphanWithoutInode,   // key: orphan mark of a missing inode
   kChunkBadFid,          // key: a chunk record whose fid is malformed (no automatic fix)
+  kJournalStray,         // key: journaled bytes no chunk record names
+  kJournalMissing,       // key: a journaled chunk record without its bytes (no automatic fix)
   // GC queue, counters, event log, sequences.
   kGcBadEntry,           // key: undecodable entry or malformed fid
   kGcReferenced,         // key: the fid is still referenced by a chunk record

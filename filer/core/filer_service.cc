@@ -240,6 +240,13 @@ void FilerService::RunMaintenance() {
   if (chores) {
     if (auto s = events_.Trim(); !s.ok()) spdlog::warn("filer: event trim: {}", s);
   }
+  // Journaled bytes move to blobs on one filer too (two would write the same bytes twice).
+  if (chores) {
+    int64_t horizon_ms = NowNs() / 1'000'000 - opts_.journal_age.count();
+    if (auto s = MoveJournal(horizon_ms, opts_.journal_move_bytes); !s.ok()) {
+      spdlog::warn("filer: moving journaled bytes to blobs: {}", s.status());
+    }
+  }
 }
 
 // --- Helpers --------------------------------------------------------------------------
@@ -329,10 +336,11 @@ absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec) {
   if (rec.chunk_count > 0) {
     RETURN_IF_ERROR(delete_family(keys::ChunkPrefix(rec.ino), [&](const KvIterator& it) {
       ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it.key()), it.value()));
-      fids.insert(c.fid());
+      if (!c.fid().empty()) fids.insert(c.fid());
       return absl::OkStatus();
     }));
   }
+  if (rec.journal_count > 0) RETURN_IF_ERROR(delete_family(keys::JournalPrefix(rec.ino), nullptr));
   // The count, when kept, saves a scan per unlink (almost every file has no xattrs).
   if (!rec.xattrs_counted || rec.xattr_count > 0) {
     RETURN_IF_ERROR(delete_family(keys::XattrPrefix(rec.ino), nullptr));

@@ -48,6 +48,7 @@
 #include "filer/store/kv_store.h"
 #include "filer/store/records.h"
 #include "proto/filer.pb.h"
+#include "volume/client/blob_store.h"
 
 namespace kelp::filer {
 
@@ -154,6 +155,16 @@ class FilerService {
   // Syncs the WAL: every mutation acknowledged so far is durable.
   absl::Status Fsync(uint64_t ino);
 
+  // --- Journaled chunks (journal.cc) --------------------------------------------------
+  // Where journaled bytes move to (the filer's blob client); until set, they stay in the store.
+  // May be called once the service started. Not owned.
+  void SetBlobStore(volume::BlobStore* blobs);
+  // Moves the journaled bytes committed at or before older_than_ms (ms since the epoch) into
+  // blobs, one durable blob per inode, at most about max_bytes a round; their chunk records
+  // keep their seqs. Returns the bytes moved. The maintenance loop calls it with
+  // options.journal_age; tests call it.
+  absl::StatusOr<uint64_t> MoveJournal(int64_t older_than_ms, uint64_t max_bytes);
+
   // --- Sessions ----------------------------------------------------------------------
   absl::StatusOr<OpenSessionResponse> OpenSession(std::string_view client);
   // Extends the lease. An unknown session answers NOT_FOUND unless reattach is set: then the
@@ -255,6 +266,8 @@ class FilerService {
   // Drops every chunk record (blobs to GC) and the inline data; size becomes 0.
   absl::Status DropContentLocked(Mutation& m, InodeRecord& rec);
   absl::Status MaybeCompactLocked(Mutation& m, InodeRecord& rec, const std::vector<Chunk>& added);
+  // Fills in the bytes of the journaled chunks (no fid) of resp from the J family.
+  absl::Status AttachJournal(uint64_t ino, GetChunksResponse* resp);
   absl::StatusOr<Attr> CreateNode(const CreateArgs& args, std::string_view symlink_target);
   // Unlink and Rmdir.
   absl::StatusOr<InodeRecord> RemoveName(uint64_t parent, std::string_view name, bool rmdir);
@@ -302,6 +315,7 @@ class FilerService {
   std::thread maintenance_;
   std::atomic<bool> started_{false};
   std::vector<int> metric_callbacks_;  // MetricsRegistry::Default() ids, removed at Stop()
+  std::atomic<volume::BlobStore*> blobs_{nullptr};
 };
 
 template <typename F>

@@ -59,9 +59,14 @@ struct FilerOptions {
   std::chrono::milliseconds gc_retry_min{1'000};
   std::chrono::milliseconds gc_retry_max{600'000};
 
-  // Period of the maintenance loop (session expiry, orphan purge, event trimming).
-  // Default: 1 s.
+  // Period of the maintenance loop (session expiry, orphan purge, event trimming, moving
+  // journaled bytes to blobs). Default: 1 s.
   std::chrono::milliseconds maintenance_interval{1'000};
+  // Journaled bytes (small writes an fsync committed with the metadata) move to blobs once
+  // they are this old: bytes rewritten sooner never travel twice. Default: 10 s.
+  std::chrono::milliseconds journal_age{10'000};
+  // Bytes moved to blobs per maintenance round at most. Default: 64 MiB.
+  uint64_t journal_move_bytes = 64 << 20;
 
   // Start() runs the GC and maintenance threads. Tests turn this off and call
   // RunMaintenance() / GcWorker::RunOnce() themselves. Default: true.

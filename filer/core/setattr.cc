@@ -72,12 +72,29 @@ absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_
   auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
+    const bool journaled = c.fid().empty();
     if (c.offset() >= size) {
       m.batch().Delete(it->key());
       --rec.chunk_count;
-      dropped.insert(c.fid());
+      if (journaled) {
+        m.batch().Delete(keys::JournalKey(rec.ino, c.seq()));
+        --rec.journal_count;
+      } else {
+        dropped.insert(c.fid());
+      }
     } else if (c.offset() + c.size() > size) {
       c.set_size(size - c.offset());
+      if (journaled) {
+        // The bytes shrink with the record.
+        std::string jkey = keys::JournalKey(rec.ino, c.seq());
+        ASSIGN_OR_RETURN(std::string jv, rd().Get(jkey));
+        int64_t ms;
+        std::string_view data;
+        RETURN_IF_ERROR(DecodeJournal(jv, &ms, &data));
+        if (data.size() < c.size()) return absl::DataLossError("journaled chunk shorter than its record");
+        m.batch().Put(jkey, EncodeJournal(ms, data.substr(0, c.size())));
+        c.set_blob_size(c.size());
+      }
       m.batch().Put(it->key(), EncodeChunk(c));
       kept.insert(c.fid());
     } else {

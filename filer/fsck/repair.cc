@@ -42,6 +42,7 @@ int StageOf(ProblemKind k) {
     case ProblemKind::kDentryType:
     case ProblemKind::kIndexStale:
     case ProblemKind::kDirExtraName:
+    case ProblemKind::kJournalStray:
     case ProblemKind::kOrphanWithoutInode:
     case ProblemKind::kGcBadEntry:
     case ProblemKind::kGcReferenced:
@@ -54,6 +55,7 @@ int StageOf(ProblemKind k) {
     case ProblemKind::kNlink:
     case ProblemKind::kDirParent:
     case ProblemKind::kChunkCount:
+    case ProblemKind::kJournalCount:
     case ProblemKind::kInlineSize:
     case ProblemKind::kNotOrphan:
     case ProblemKind::kOrphanLinked:
@@ -66,6 +68,7 @@ int StageOf(ProblemKind k) {
     case ProblemKind::kCorruptRecord:
     case ProblemKind::kInlineTooLarge:
     case ProblemKind::kChunkBadFid:
+    case ProblemKind::kJournalMissing:
       return -1;
   }
   return -1;
@@ -361,6 +364,7 @@ class Repairer {
         ++rec.chunk_count;
         auto c = DecodeChunk(keys::SecondU64(it->key()), it->value());
         if (c.ok()) rec.size = std::max(rec.size, c->offset() + c->size());
+        if (c.ok() && c->fid().empty()) ++rec.journal_count;
       }
       RETURN_IF_ERROR(it->status());
       if (auto f = kv_.Get(keys::InlineKey(ino)); f.ok()) {
@@ -528,6 +532,10 @@ class Repairer {
           case ProblemKind::kInlineSize:
             what.push_back(fmt::format("inline_size {} -> {}", rec->inline_size, p->value));
             rec->inline_size = p->value;
+            break;
+          case ProblemKind::kJournalCount:
+            what.push_back(fmt::format("journal_count {} -> {}", rec->journal_count, p->value));
+            rec->journal_count = p->value;
             break;
           case ProblemKind::kNotOrphan: {
             ASSIGN_OR_RETURN(bool entries, HasEntries(ino));

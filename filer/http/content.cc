@@ -90,6 +90,11 @@ absl::Status StreamContent(const GetChunksResponse& g, uint64_t offset, uint64_t
         }
         break;
       case VisibleInterval::Source::kChunk:
+        if (iv.chunk->fid().empty()) {  // journaled: its bytes came with the chunk list
+          if (iv.blob_offset + iv.size > iv.chunk->data().size()) return absl::DataLossError("journaled chunk too short");
+          RETURN_IF_ERROR(sink(std::string_view(iv.chunk->data()).substr(iv.blob_offset, iv.size)));
+          break;
+        }
         RETURN_IF_ERROR(io.Get(iv.chunk->fid(), iv.blob_offset, iv.size, sink));
         break;
     }

@@ -53,6 +53,8 @@ class FilerHttpApi {
 
   bool RunInline(const http::Request& req) const;
   void Handle(http::Request& req, http::ResponseWriter& w);
+  // The filer's blob client (the core moves journaled bytes through it too).
+  volume::BlobStore* blob_store() { return &io_; }
 
  private:
   volume::VolumeClient volume_client_;

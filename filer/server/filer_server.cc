@@ -126,6 +126,7 @@ absl::Status FilerServer::Start() {
   RETURN_IF_ERROR(rpc_->Start());
 
   http_api_ = std::make_unique<FilerHttpApi>(core_.get(), router_.get(), opts_.http);
+  core_->SetBlobStore(http_api_->blob_store());
   http_handler_ = std::make_unique<HttpHandler>(this);
   http::HttpServer::Options hopts;
   hopts.ip = opts_.ip;

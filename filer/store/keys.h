@@ -34,6 +34,7 @@ inline constexpr char kEventRange = 'R'; // R first                         -> E
 inline constexpr char kSession = 'S';    // S session                       -> SessionValue
 inline constexpr char kHolder = 'H';     // H ino session                   -> varint opens
 inline constexpr char kSessionOpen = 'U';// U session \0 ino                -> empty
+inline constexpr char kJournal = 'J';    // J ino seq                       -> JournalValue (varint ms, data)
 
 // Sequence names (family Q).
 inline constexpr std::string_view kInodeSeq = "inode";
@@ -90,6 +91,14 @@ inline std::string ChunkKey(uint64_t ino, uint64_t seq) {
 inline std::string ChunkPrefix(uint64_t ino) { return WithIno(kChunk, ino); }
 
 inline std::string InlineKey(uint64_t ino) { return WithIno(kInline, ino); }
+
+// A journaled chunk's bytes: the same (ino, seq) as its C record.
+inline std::string JournalKey(uint64_t ino, uint64_t seq) {
+  std::string k = WithIno(kJournal, ino);
+  PutFixed64BE(&k, seq);
+  return k;
+}
+inline std::string JournalPrefix(uint64_t ino) { return WithIno(kJournal, ino); }
 
 inline std::string XattrKey(uint64_t ino, std::string_view name) {
   return WithIno(kXattr, ino).append(name);

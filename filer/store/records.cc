@@ -62,11 +62,12 @@ std::string EncodeInode(const InodeRecord& r) {
   PutVarint64(&v, r.inline_size);
   PutVarint64(&v, r.next_cookie);
   PutLengthPrefixed(&v, r.symlink_target);
-  // Optional trailing fields, each present only with the ones before it.
-  if (r.xattrs_counted) {
-    PutVarint64(&v, r.xattr_count);
-    if (r.last_chunk_seq != 0) PutVarint64(&v, r.last_chunk_seq);
-  }
+  // Optional trailing fields: absent in records written before they were kept; each present
+  // only with the ones before it.
+  const bool more = r.journal_count > 0 || r.last_chunk_seq != 0;
+  if (r.xattrs_counted || more) PutVarint64(&v, r.xattrs_counted ? r.xattr_count : 0);
+  if (more) PutVarint64(&v, r.journal_count);
+  if (r.last_chunk_seq != 0) PutVarint64(&v, r.last_chunk_seq);
   return v;
 }
 
@@ -89,6 +90,7 @@ absl::StatusOr<InodeRecord> DecodeInode(uint64_t ino, std::string_view v) {
   if (!ok) return Corrupt("inode");
   r.xattrs_counted = !v.empty();
   if (r.xattrs_counted && !GetVarint64(&v, &r.xattr_count)) return Corrupt("inode");
+  if (!v.empty() && !GetVarint64(&v, &r.journal_count)) return Corrupt("inode");
   if (!v.empty() && !GetVarint64(&v, &r.last_chunk_seq)) return Corrupt("inode");
   r.mode = static_cast<uint32_t>(mode);
   r.uid = static_cast<uint32_t>(uid);
@@ -158,6 +160,21 @@ absl::StatusOr<Chunk> DecodeChunk(uint64_t seq, std::string_view v) {
   c.set_blob_size(blob_size);
   c.set_seq(seq);
   return c;
+}
+
+std::string EncodeJournal(int64_t commit_ms, std::string_view data) {
+  std::string v;
+  PutVarint64(&v, static_cast<uint64_t>(commit_ms));
+  v.append(data);
+  return v;
+}
+
+absl::Status DecodeJournal(std::string_view v, int64_t* commit_ms, std::string_view* data) {
+  uint64_t ms = 0;
+  if (!GetVarint64(&v, &ms)) return Corrupt("journal");
+  *commit_ms = static_cast<int64_t>(ms);
+  *data = v;
+  return absl::OkStatus();
 }
 
 std::string EncodeGc(const GcValue& g) {

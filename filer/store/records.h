@@ -36,9 +36,10 @@ struct InodeRecord {
   uint64_t next_cookie = 1;       // directories: the readdir cookie the next entry gets
   uint64_t xattr_count = 0;       // records under XattrPrefix(ino), when xattrs_counted
   bool xattrs_counted = true;     // false: a record written before the count was kept
+  uint64_t journal_count = 0;     // journaled chunk records (bytes under JournalPrefix(ino))
   // The highest chunk seq ever committed to this inode (0: none, or a record from before it
   // was kept). New chunks get higher seqs even when another filer's sequence range is behind.
-  // Stored only after xattr_count, so only with xattrs_counted.
+  // Stored only after journal_count.
   uint64_t last_chunk_seq = 0;
 
   bool IsDir() const;
@@ -69,8 +70,13 @@ std::string EncodeDirIndex(uint64_t ino, uint32_t type, std::string_view name);
 absl::StatusOr<DirIndexValue> DecodeDirIndex(std::string_view v);
 
 // Value of C ino seq (the seq is in the key).
+// The C value: fid, offset, size, blob_offset, blob_size (a journaled chunk's data is in J).
 std::string EncodeChunk(const Chunk& c);
 absl::StatusOr<Chunk> DecodeChunk(uint64_t seq, std::string_view v);
+
+// The J value of a journaled chunk: when it was committed (ms since the epoch) and its bytes.
+std::string EncodeJournal(int64_t commit_ms, std::string_view data);
+absl::Status DecodeJournal(std::string_view v, int64_t* commit_ms, std::string_view* data);
 
 // Value of G due_ms seq: a blob waiting to be deleted from the volume servers.
 struct GcValue {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mount/core/dirty_buffer.h"
@@ -16,13 +17,17 @@
 namespace kelp::mount {
 
 struct PackedBlob {
-  std::string data;
+  // The blob's bytes: a view of the one extent it holds whole (no copy), or of `owned`, the
+  // concatenation of several.
+  std::string_view data;
+  std::string owned;
   // fid empty (set after upload); offset, size, blob_offset and blob_size filled in.
   std::vector<filer::Chunk> chunks;
 };
 
-// extents must not overlap (DirtyBuffer's never do); their order is kept and their bytes
-// copied (they stay readable while the blobs upload). max_blob_size > 0.
+// extents must not overlap (DirtyBuffer's never do); their order is kept. A blob of one whole
+// extent views its bytes (extents must outlive the blobs, and stay readable while they
+// upload); others are copied. max_blob_size > 0.
 std::vector<PackedBlob> PackExtents(const std::vector<Extent>& extents, uint64_t max_blob_size);
 
 }  // namespace kelp::mount

@@ -1,17 +1,23 @@
 // FileData: the content of one regular file as this mount sees it. Layers, newest on top:
 //   dirty      bytes written and not yet handed to an upload (DirtyBuffer, in memory)
 //   inflight   bytes being uploaded (still in memory, readable), in the order they were taken
-//   pending    uploaded chunks not yet committed to the filer (local order)
-//   committed  the filer's chunk list (+ inline data), loaded lazily with GetChunks
+//   pending    chunks not yet committed to the filer (local order): uploaded blobs, or bytes
+//              an fsync journals (they travel in the commit itself)
+//   committed  the filer's chunk list (+ inline data, + the bytes of journaled chunks), loaded
+//              lazily with GetChunks
 // A read resolves committed + pending chunks to visible intervals and overlays the memory
-// layers (read-your-writes). A full slot of the dirty buffer (-chunkSizeLimitMB) is uploaded in
-// the background; Flush packs what is left into few blobs, waits for every upload it depends on
-// and commits everything in order (CommitChunks, or WriteInline for small files). An upload
+// layers (read-your-writes): file_read.cc. A full slot of the dirty buffer
+// (-chunkSizeLimitMB) is uploaded in the background; Flush packs what is left into few blobs,
+// waits for every upload it depends on and commits everything in order (CommitChunks, or
+// WriteInline for small files): file_write.cc. An fsync of few dirty bytes (at most
+// FileContext::journal_max) sends them inside the commit instead of uploading them: one WAL
+// sync at the filer is the fsync's only device flush (docs/mount.md, "Durability"). An upload
 // error is kept and returned by the next Write/Flush (never swallowed).
 //
 // Thread-safety: every public method may be called from any thread. mu_ guards the state and
 // is never held across an RPC, an upload or a fetch, nor while waiting for write budget.
-// Flushes of one file are serialised (flushing_), so commits go out in order.
+// Flushes of one file are serialised (flushing_), so commits go out in order. mu_ is a leaf
+// but for the budget's and the context's leaf locks taken under it.
 #pragma once
 
 #include <atomic>
@@ -28,11 +34,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mount/core/clients.h"
-#include "mount/core/chunk_fetcher.h"
-#include "mount/core/dirty_buffer.h"
-#include "mount/core/clients.h"
 #include "filer/client/chunk_intervals.h"
+#include "mount/core/chunk_fetcher.h"
+#include "mount/core/clients.h"
+#include "mount/core/dirty_buffer.h"
 #include "mount/core/write_budget.h"
 #include "shared/thread_pool.h"
 
@@ -59,10 +64,17 @@ struct FileContext {
   ThreadPool* uploads = nullptr;  // background uploads; -concurrentWriters threads
   uint64_t chunk_size = 4 << 20;  // slot and largest blob, in bytes
   // Not-yet-durable volumes of files no longer open here (a FileData hands its own over when
-  // its last handle closes, and again when it goes): the next fsync of any file syncs them too, so an fsync through a new descriptor
-  // covers what an earlier, closed one wrote.
+  // its last handle closes, and again when it goes): the next fsync of any file syncs them
+  // too, so an fsync through a new descriptor covers what an earlier, closed one wrote.
   VolumeSet closed_unsynced;
-  uint32_t max_inline = 4096;     // files up to this size are written inline; 0 = never
+  uint32_t max_inline = 4096;  // files up to this size are written inline; 0 = never
+  // An fsync with at most this many dirty bytes journals them in its commit (no upload);
+  // 0 = never. At most filer::kMaxJournalCommit.
+  uint64_t journal_max = 256 << 10;
+  // Bytes of journaled chunks the mount's files may hold in memory in all; past it a file
+  // forgets its copy and reads them back from the filer (GetChunks) when needed.
+  uint64_t journal_memory = 256 << 20;
+  std::atomic<uint64_t> journal_held{0};
   // Called (without locks) with the attributes a commit returned.
   std::function<void(const Attr&)> on_attr;
 };
@@ -85,6 +97,7 @@ class FileData : public std::enable_shared_from_this<FileData> {
 
   uint64_t ino() const { return ino_; }
 
+  // ---- The filer's view (file_data.cc) ----
   // New attributes from the filer (open, getattr, events). When the filer's version moved on
   // from what this mount last saw, the cached chunk list is dropped and, if nothing is dirty
   // here, the size is taken over. Returns true when the content changed elsewhere (the kernel's
@@ -95,18 +108,6 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // The filer's content as an Open answered it: taken as the chunk list when nothing newer
   // is known, so the first read costs no GetChunks.
   void Preload(const filer::GetChunksResponse& content);
-
-  // Stores data at offset. Blocks while the write budget is exhausted.
-  absl::Status Write(uint64_t offset, std::string_view data);
-  // Reads up to len bytes at offset (fewer at end of file). sequential: the reader streams.
-  absl::StatusOr<size_t> Read(uint64_t offset, size_t len, char* dst, bool sequential);
-  // Uploads and commits everything written before the call. Without sync (close) the data is
-  // committed, visible to every client, but uploaded without fdatasync. sync (fsync): also
-  // durable on every replica: the volumes that received this file's lazy uploads are synced
-  // (BlobStore::SyncVolumes) before the commit, which syncs the filer's WAL.
-  absl::Status Flush(bool sync);
-  // Hands all dirty bytes to background uploads (memory pressure). No commit.
-  void UploadDirty();
   // The filer truncated (or extended) the file to attr.size; the caller flushed before.
   void Truncated(const Attr& attr);
   // This mount changed attributes other than the content (chmod, utimes...) and the filer
@@ -129,8 +130,25 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // for it need not drop the kernel's page cache.
   bool IsOwnVersion(uint64_t version) const;
   bool HasLocalChanges() const;
-  // Puts this mount's view of size and mtime (unflushed writes) into a.
+  // Puts this mount's view of size, mtime and the attribute changes waiting for the commit
+  // into a.
   void OverlayAttr(Attr* a) const;
+
+  // ---- Reads (file_read.cc) ----
+  // Reads up to len bytes at offset (fewer at end of file). sequential: the reader streams.
+  absl::StatusOr<size_t> Read(uint64_t offset, size_t len, char* dst, bool sequential);
+
+  // ---- Writes and commits (file_write.cc) ----
+  // Stores data at offset. Blocks while the write budget is exhausted.
+  absl::Status Write(uint64_t offset, std::string_view data);
+  // Uploads and commits everything written before the call. Without sync (close) the data is
+  // committed, visible to every client, but uploaded without fdatasync. sync (fsync): also
+  // durable on every replica: small dirty data travels in the commit itself (journaled, one
+  // WAL sync); otherwise the volumes that received this file's lazy uploads are synced
+  // (BlobStore::SyncVolumes) before the commit, which syncs the filer's WAL.
+  absl::Status Flush(bool sync);
+  // Hands all dirty bytes to background uploads (memory pressure). No commit.
+  void UploadDirty();
 
  private:
   struct Upload {
@@ -138,28 +156,54 @@ class FileData : public std::enable_shared_from_this<FileData> {
     std::vector<Extent> extents;
     uint64_t bytes = 0;
   };
-  // Chunks resolved for reading: committed + pending, plus inline data.
+  // Chunks resolved for reading: committed + pending, plus inline data and journaled bytes.
   struct Resolved {
     uint64_t file_size = 0;
     std::vector<filer::Chunk> chunks;
     std::string inline_data;
+    std::map<uint64_t, std::shared_ptr<const std::string>> journal;  // by chunk seq
     std::vector<filer::VisibleInterval> intervals;
   };
 
+  // ---- file_data.cc ----
+  bool HasLocalChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the committed view (chunk list, inline data, journaled bytes of committed chunks);
+  // the next read loads it again.
+  void ClearViewLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes content (a GetChunks or Open reply) as the committed view.
+  void LoadViewLocked(const filer::GetChunksResponse& content) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Journaled bytes held for chunk seq (a commit moves them from a pending seq to the filer's).
+  void HoldJournalLocked(uint64_t seq, std::shared_ptr<const std::string> data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropJournalLocked(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ---- file_read.cc ----
+  absl::Status EnsureLoaded();
+  std::shared_ptr<const Resolved> ResolvedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The steps of Read: copy what the memory layers hold (returning the ranges they covered),
+  // fill the rest from the visible intervals, start read-ahead, zero what lies past them.
+  void OverlayMemoryLocked(uint64_t offset, uint64_t n, char* dst, std::vector<std::pair<uint64_t, uint64_t>>* covered)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FillFromIntervals(const Resolved& res, uint64_t offset, uint64_t n, char* dst,
+                                 const std::vector<std::pair<uint64_t, uint64_t>>& covered, bool sequential);
+  void ReadAhead(const Resolved& res, uint64_t from);
+  static void ZeroTail(const Resolved& res, uint64_t offset, uint64_t n, char* dst,
+                       const std::vector<std::pair<uint64_t, uint64_t>>& covered);
+
+  // ---- file_write.cc ----
   // Starts an upload of extents (taken from dirty_) in the background, or runs it here.
   std::shared_ptr<Upload> NewUploadLocked(std::vector<Extent> extents) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // durable: with fsync (the last upload of an fsync when nothing else awaits a sync).
+  // Packs up's extents into blobs and stores them. durable: with fsync (the last upload of an
+  // fsync when nothing else awaits a sync).
   void RunUpload(const std::shared_ptr<Upload>& up, bool durable);
+  // An fsync's upload that travels in the commit: its extents become journaled pending chunks.
+  void JournalUpload(const std::shared_ptr<Upload>& up);
   // Syncs the volumes of this file's lazy uploads (and of closed files'); EIO on failure.
   absl::Status SyncUploads();
   void SubmitUpload(const std::shared_ptr<Upload>& up);
-  absl::Status EnsureLoaded();
-  std::shared_ptr<const Resolved> ResolvedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CommitInBackground();
   // Commits pending chunks of local seq <= barrier, in order, with the attribute changes in
   // attrs; a commit with no chunks sends attrs by SetAttr.
   absl::Status Commit(uint64_t barrier, bool sync, filer::SetAttrRequest* attrs);
-  bool HasLocalChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the whole (small) content of up inline, with the attribute changes in attrs.
   absl::Status WriteInline(const std::shared_ptr<Upload>& up, bool sync, filer::SetAttrRequest* attrs);
   // Puts attribute changes that did not reach the filer back, under newer ones made since.
@@ -177,10 +221,14 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // The committed chunk list, valid when loaded_ (at view_version_).
   bool loaded_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t view_version_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<filer::Chunk> committed_ ABSL_GUARDED_BY(mu_);
+  std::vector<filer::Chunk> committed_ ABSL_GUARDED_BY(mu_);  // journaled ones without their data
   std::string inline_data_ ABSL_GUARDED_BY(mu_);
   uint64_t load_generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumps when the view is dropped
   std::shared_ptr<const Resolved> resolved_ ABSL_GUARDED_BY(mu_);  // null = recompute
+  // The bytes of journaled chunks, committed and pending, by chunk seq; journal_bytes_ is
+  // their total (counted in FileContext::journal_held).
+  std::map<uint64_t, std::shared_ptr<const std::string>> journal_ ABSL_GUARDED_BY(mu_);
+  uint64_t journal_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 
   DirtyBuffer dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
@@ -189,11 +237,14 @@ class FileData : public std::enable_shared_from_this<FileData> {
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // first failed background upload, until reported
   std::set<uint32_t> unsynced_ ABSL_GUARDED_BY(mu_);  // volumes of lazy uploads since the last sync
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  int commits_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   // Attribute changes made here for the next commit, with concrete times (no *_NOW bits) and
   // CTIME set: applied over the filer's attributes by OverlayAttr.
   bool created_here_ ABSL_GUARDED_BY(mu_) = false;
   filer::SetAttrRequest pending_attrs_ ABSL_GUARDED_BY(mu_);
-  int commits_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+// Pending chunks sort above every committed one: the filer's seqs stay far below this.
+inline constexpr uint64_t kPendingSeqBase = 1ull << 62;
 
 }  // namespace kelp::mount

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
 
+#include <limits>
 #include <random>
 
 #include "mount/testing/fake_blob_store.h"
@@ -156,15 +157,24 @@ TEST_CASE("small files are written inline, fsync syncs the filer and the uploads
   REQUIRE(f->Write(5, " world").ok());
   REQUIRE(f->Flush(false).ok());
   REQUIRE(ReadAll(*env.Open(), 11) == "hello world");
-  // Growing past the inline limit goes to a volume server, over the inline bottom layer.
+  // Growing past the inline limit: the fsync journals the few new bytes in its commit, over
+  // the inline bottom layer (no upload).
   REQUIRE(f->Write(8000, "tail").ok());
   REQUIRE(f->Flush(true).ok());
-  REQUIRE(env.blobs.puts() == 1);
-  REQUIRE(env.blobs.synced_puts() == 1);
+  REQUIRE(env.blobs.puts() == 0);
+  REQUIRE(env.filer.synced_calls() == 2);
   std::string all = ReadAll(*env.Open(), 8004);
   REQUIRE(all.substr(0, 11) == "hello world");
   REQUIRE(all.substr(8000) == "tail");
   REQUIRE(all.substr(11, 100) == std::string(100, '\0'));
+  // A close (no fsync) uploads, journaling off or not.
+  REQUIRE(f->Write(9000, "more").ok());
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE(env.blobs.puts() == 1);
+  REQUIRE(env.blobs.synced_puts() == 0);
+  all = ReadAll(*env.Open(), 9004);
+  REQUIRE(all.substr(8000, 4) == "tail");
+  REQUIRE(all.substr(9000) == "more");
 }
 
 TEST_CASE("back-pressure: writing far more than the budget completes and stays bounded") {
@@ -221,6 +231,7 @@ namespace {
 // (FakeBlobStore::volatile_blobs counts what a power cut would lose).
 TEST_CASE("close uploads lazily, fsync syncs each volume of the file's blobs once") {
   Env env(64 << 10, 16 << 20, 0);
+  env.ctx.journal_max = 0;  // the upload path (journaling is tested below)
   env.blobs.volumes = 3;
   auto f = env.Open();
   for (int i = 0; i < 10; ++i) REQUIRE(f->Write(i * (64 << 10), std::string(64 << 10, 'a' + i)).ok());
@@ -305,6 +316,99 @@ TEST_CASE("fsync of an unchanged file skips the filer's WAL sync") {
   CHECK(env.filer.calls(FilerMethod::kFsync) == 1);
   CHECK(env.blobs.volatile_blobs() == 0);
   REQUIRE(ReadAll(*env.Open(), 101) == std::string(100, 'a') + "b");
+}
+
+}  // namespace
+}  // namespace kelp::mount
+
+namespace kelp::mount {
+namespace {
+
+// Journaled fsync: an fsync of at most journal_max dirty bytes sends them inside its commit;
+// the filer's WAL sync is the only device flush (no blob, no volume sync).
+TEST_CASE("an fsync of few bytes travels in its commit: one synced call, no upload") {
+  Env env(4 << 20, 64 << 20, 0);
+  env.ctx.journal_max = 64 << 10;
+  auto f = env.Open();
+  std::string model(1 << 20, '\0');
+  std::mt19937 rng(7);
+  for (int i = 0; i < 50; ++i) {
+    uint64_t off = (rng() % 256) * 4096;
+    std::string d(4096, static_cast<char>('a' + i % 26));
+    REQUIRE(f->Write(off, d).ok());
+    model.replace(off, d.size(), d);
+    if (i == 0) REQUIRE(f->Write(model.size() - 1, std::string(1, model.back())).ok());  // the size
+    REQUIRE(f->Flush(true).ok());
+    // Read-your-writes from the journaled bytes this mount holds.
+    std::string out(4096, '\0');
+    REQUIRE(*f->Read(off, 4096, out.data(), false) == 4096);
+    REQUIRE(out == d);
+  }
+  CHECK(env.blobs.puts() == 0);
+  CHECK(env.blobs.sync_calls() == 0);
+  CHECK(env.filer.calls(FilerMethod::kCommitChunks) == 50);
+  CHECK(env.filer.synced_calls() == 50);
+  CHECK(env.filer.calls(FilerMethod::kFsync) == 0);
+  // Another reader (a reopen: the bytes come from the filer's GetChunks).
+  REQUIRE(ReadAll(*env.Open(), model.size()) == model);
+
+  // More dirty bytes than journal_max: uploaded (durably, being the only upload), then committed.
+  REQUIRE(f->Write(0, std::string(100 << 10, 'z')).ok());
+  REQUIRE(f->Flush(true).ok());
+  CHECK(env.blobs.puts() == 1);
+  CHECK(env.blobs.synced_puts() == 1);
+  CHECK(env.blobs.volatile_blobs() == 0);
+  model.replace(0, 100 << 10, std::string(100 << 10, 'z'));
+  REQUIRE(ReadAll(*env.Open(), model.size()) == model);
+  REQUIRE(ReadAll(*f, model.size()) == model);
+}
+
+TEST_CASE("journaled bytes the filer moved to a blob read the same, and so do ones the mount forgot") {
+  Env env(4 << 20, 64 << 20, 0);
+  env.ctx.journal_memory = 8 << 10;  // the mount keeps at most 8 KiB of journaled bytes
+  auto f = env.Open();
+  std::string model;
+  for (int i = 0; i < 8; ++i) {
+    std::string d(3000, static_cast<char>('A' + i));
+    REQUIRE(f->Write(i * 2000, d).ok());
+    model.resize(std::max<size_t>(model.size(), i * 2000 + d.size()), '\0');
+    model.replace(i * 2000, d.size(), d);
+    REQUIRE(f->Flush(true).ok());
+  }
+  CHECK(env.blobs.puts() == 0);
+  CHECK(env.ctx.journal_held.load() <= env.ctx.journal_memory + 3000);
+  REQUIRE(ReadAll(*f, model.size()) == model);
+
+  // The filer moves them to a blob of its own (its maintenance loop does this after journal_age).
+  env.filer.core()->SetBlobStore(&env.blobs);
+  auto moved = env.filer.core()->MoveJournal(std::numeric_limits<int64_t>::max(), 1 << 20);
+  REQUIRE(moved.ok());
+  CHECK(*moved == 8 * 3000);
+  CHECK(env.blobs.puts() == 1);
+  REQUIRE(ReadAll(*env.Open(), model.size()) == model);
+  // This mount's view named the journaled records: the move changed no version, so it keeps
+  // reading its own copy or the filer's, both the same bytes.
+  REQUIRE(ReadAll(*f, model.size()) == model);
+  env.filer.core()->SetBlobStore(nullptr);
+}
+
+TEST_CASE("a journaled commit that fails keeps the bytes for the next flush") {
+  Env env(4 << 20, 64 << 20, 0);
+  auto f = env.Open();
+  REQUIRE(f->Write(10000, std::string(5000, 'j')).ok());
+  env.filer.SetDown(true);
+  REQUIRE(ErrnoOf(f->Flush(true)) == EIO);
+  REQUIRE(f->HasLocalChanges());
+  std::string out(5000, '\0');
+  REQUIRE(*f->Read(10000, 5000, out.data(), false) == 5000);  // still readable here
+  REQUIRE(out == std::string(5000, 'j'));
+  env.filer.SetDown(false);
+  REQUIRE(f->Flush(true).ok());
+  REQUIRE_FALSE(f->HasLocalChanges());
+  CHECK(env.blobs.puts() == 0);
+  std::string all = ReadAll(*env.Open(), 15000);
+  REQUIRE(all.substr(10000) == std::string(5000, 'j'));
+  REQUIRE(all.substr(0, 10000) == std::string(10000, '\0'));
 }
 
 }  // namespace

@@ -61,6 +61,9 @@ struct FsOptions {
   int concurrent_writers = 8;
   uint64_t read_ahead = 4 << 20;
   uint32_t max_inline = 4096;
+  // An fsync of at most this many dirty bytes of a file journals them in its commit (one
+  // device flush, at the filer); 0 = never (-journalMaxKB).
+  uint64_t journal_max = 256 << 10;
   bool subscribe = true;  // run the event subscriber
   std::string client_name = "kelp mount";
 };

@@ -25,18 +25,6 @@ bool Retryable(const absl::Status& s) {
 
 }  // namespace
 
-absl::Status BlobStore::Read(std::string_view fid, uint64_t offset, size_t len, char* dst) {
-  size_t got = 0;
-  RETURN_IF_ERROR(Get(fid, offset, len, [&](std::string_view piece) {
-    if (piece.size() > len - got) return PosixError(EIO, "a replica sent more bytes than asked for");
-    std::memcpy(dst + got, piece.data(), piece.size());
-    got += piece.size();
-    return absl::OkStatus();
-  }));
-  if (got != len) return PosixError(EIO, kelp::StrCat("read of ", fid, ": got ", got, " bytes, wanted ", len));
-  return absl::OkStatus();
-}
-
 BlobClient::BlobClient(Coordinator coordinator, VolumeClient* client, Options options)
     : coord_(std::move(coordinator)), client_(client), opts_(std::move(options)) {
   auto& reg = MetricsRegistry::Default();

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -47,7 +48,17 @@ class BlobStore {
   virtual void Discard(const std::vector<std::string>& fids) = 0;
 
   // Get into a buffer of len bytes.
-  absl::Status Read(std::string_view fid, uint64_t offset, size_t len, char* dst);
+  absl::Status Read(std::string_view fid, uint64_t offset, size_t len, char* dst) {
+    size_t got = 0;
+    absl::Status s = Get(fid, offset, len, [&](std::string_view piece) {
+      if (piece.size() > len - got) return absl::DataLossError("a replica sent more bytes than asked for");
+      std::memcpy(dst + got, piece.data(), piece.size());
+      got += piece.size();
+      return absl::OkStatus();
+    });
+    if (s.ok() && got != len) return absl::DataLossError("a replica sent fewer bytes than asked for");
+    return s;
+  }
 };
 
 }  // namespace kelp::volume

@@ -1,0 +1,231 @@
+// Journaled chunks: bytes a commit carries itself (an fsync of small writes), kept in the J
+// family with the metadata, read back through GetChunks, trimmed and dropped with the file,
+// and moved to blobs in the background with their seqs unchanged.
+#include <map>
+#include <mutex>
+
+#include "filer/client/chunk_intervals.h"
+#include "filer/client/limits.h"
+#include "filer/core/test_util.h"
+#include "filer/store/keys.h"
+#include "volume/client/blob_store.h"
+
+using namespace kelp::filer;
+using namespace kelp::filer::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// In-memory blobs; counts Puts and whether each asked for fsync.
+class MemBlobs : public kelp::volume::BlobStore {
+ public:
+  absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override {
+    std::lock_guard lock(mu_);
+    if (fail) return kelp::PosixError(EIO, "volume server down");
+    std::string fid = Fid(1000 + blobs_.size());
+    blobs_[fid] = std::string(data);
+    fsyncs_ += fsync ? 1 : 0;
+    return fid;
+  }
+  absl::Status Get(std::string_view fid, uint64_t offset, uint64_t length,
+                   const kelp::volume::ByteSink& sink) override {
+    std::string bytes;
+    {
+      std::lock_guard lock(mu_);
+      auto it = blobs_.find(std::string(fid));
+      if (it == blobs_.end()) return kelp::PosixError(EIO, "no such blob");
+      if (offset + length > it->second.size()) return kelp::PosixError(EIO, "past the blob's end");
+      bytes = it->second.substr(offset, length);
+    }
+    return sink(bytes);
+  }
+  absl::Status SyncVolumes(const std::vector<uint32_t>&) override { return absl::OkStatus(); }
+  void Discard(const std::vector<std::string>&) override {}
+
+  size_t puts() {
+    std::lock_guard lock(mu_);
+    return blobs_.size();
+  }
+  size_t fsyncs() {
+    std::lock_guard lock(mu_);
+    return fsyncs_;
+  }
+  bool fail = false;
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::string> blobs_;
+  size_t fsyncs_ = 0;
+};
+
+Chunk Journaled(uint64_t offset, const std::string& data) {
+  Chunk c;
+  c.set_offset(offset);
+  c.set_size(data.size());
+  c.set_data(data);
+  return c;
+}
+
+// The file's bytes as GetChunks describes them, journaled chunks from their data, blobs from
+// blobs ('?' for blob bytes when blobs is null).
+std::string Content(Harness& h, uint64_t ino, MemBlobs* blobs) {
+  auto g = h.fs->GetChunks(ino);
+  REQUIRE(g.ok());
+  std::string out(g->attr().size(), '\0');
+  for (const auto& iv : ResolveVisibleIntervals(g->chunks(), g->attr().size(), g->inline_data().size())) {
+    if (iv.source != VisibleInterval::Source::kChunk) continue;
+    const Chunk& c = *iv.chunk;
+    if (c.fid().empty()) {
+      REQUIRE(c.data().size() == c.size());
+      out.replace(iv.offset, iv.size, c.data().substr(iv.blob_offset, iv.size));
+    } else if (blobs == nullptr) {
+      out.replace(iv.offset, iv.size, std::string(iv.size, '?'));
+    } else {
+      std::string piece(iv.size, '\0');
+      REQUIRE(blobs->Read(c.fid(), iv.blob_offset, iv.size, piece.data()).ok());
+      out.replace(iv.offset, iv.size, piece);
+    }
+  }
+  return out;
+}
+
+size_t JournalKeys(Harness& h, uint64_t ino) {
+  std::string prefix = keys::JournalPrefix(ino);
+  auto it = h.kv->Scan(prefix, keys::PrefixEnd(prefix));
+  size_t n = 0;
+  for (; it->Valid(); it->Next()) ++n;
+  REQUIRE(it->status().ok());
+  return n;
+}
+
+absl::StatusOr<CommitChunksResponse> Commit(Harness& h, uint64_t ino, std::vector<Chunk> chunks, bool sync = true) {
+  CommitChunksRequest req;
+  req.set_ino(ino);
+  req.set_sync(sync);
+  for (auto& c : chunks) *req.add_chunks() = std::move(c);
+  return h.fs->CommitChunks(req);
+}
+
+}  // namespace
+
+TEST_CASE("journaled chunks: the commit keeps their bytes, GetChunks returns them, a restart keeps them") {
+  Harness h(KELP_BACKENDS);
+  uint64_t f = h.Mkfile(1, "f");
+  auto r = Commit(h, f, {Journaled(0, "hello world"), MakeChunk(Fid(1), 100, 10)});
+  REQUIRE(r.ok());
+  CHECK(r->attr().size() == 110);
+  REQUIRE(Commit(h, f, {Journaled(6, "WORLD")}).ok());
+  auto g = h.fs->GetChunks(f);
+  REQUIRE(g.ok());
+  REQUIRE(g->chunks_size() == 3);
+  CHECK(g->chunks(0).data() == "hello world");
+  CHECK(g->chunks(1).fid() == Fid(1));
+  CHECK(g->chunks(1).data().empty());
+  CHECK(g->chunks(2).data() == "WORLD");
+  CHECK(Content(h, f, nullptr).substr(0, 11) == "hello WORLD");
+  CHECK(JournalKeys(h, f) == 2);
+  h.RequireConsistent();
+  if (h.backend() == "rocksdb") {
+    h.Restart();
+    CHECK(h.fs->GetChunks(f)->chunks(2).data() == "WORLD");
+    h.RequireConsistent();
+  }
+}
+
+TEST_CASE("journaled commits that break the rules are refused with EINVAL") {
+  Harness h(KELP_BACKENDS);
+  uint64_t f = h.Mkfile(1, "f");
+  Chunk short_data = Journaled(0, "abc");
+  short_data.set_size(4);
+  CHECK(Err(Commit(h, f, {short_data})) == EINVAL);
+  Chunk both = MakeChunk(Fid(1), 0, 3);
+  both.set_data("abc");
+  CHECK(Err(Commit(h, f, {both})) == EINVAL);
+  std::string big(kMaxJournalCommit / 2 + 1, 'x');
+  CHECK(Err(Commit(h, f, {Journaled(0, big), Journaled(big.size(), big)})) == EINVAL);
+  CHECK(h.fs->GetAttr(f)->size() == 0);
+  CHECK(JournalKeys(h, f) == 0);
+  h.RequireConsistent();
+}
+
+TEST_CASE("truncate trims journaled bytes, unlink drops them") {
+  Harness h(KELP_BACKENDS);
+  uint64_t f = h.Mkfile(1, "f");
+  REQUIRE(Commit(h, f, {Journaled(0, "0123456789"), Journaled(20, "abcdefghij")}).ok());
+  SetAttrRequest t;
+  t.set_ino(f);
+  t.set_valid(SET_ATTR_SIZE);
+  t.set_size(5);
+  REQUIRE(h.fs->SetAttr(t).ok());
+  CHECK(JournalKeys(h, f) == 1);
+  auto g = h.fs->GetChunks(f);
+  REQUIRE(g->chunks_size() == 1);
+  CHECK(g->chunks(0).data() == "01234");
+  t.set_size(8);  // growing again reads zeros past the trimmed bytes
+  REQUIRE(h.fs->SetAttr(t).ok());
+  CHECK(Content(h, f, nullptr) == std::string("01234") + std::string(3, '\0'));
+  h.RequireConsistent();
+
+  REQUIRE(h.fs->Unlink(1, "f").ok());
+  h.fs->RunMaintenance();
+  CHECK(Err(h.fs->GetAttr(f)) == ENOENT);
+  CHECK(JournalKeys(h, f) == 0);
+  h.RequireConsistent();
+}
+
+TEST_CASE("old journaled bytes move to one durable blob per inode, with their seqs and bytes") {
+  Harness h(KELP_BACKENDS);
+  MemBlobs blobs;
+  uint64_t f = h.Mkfile(1, "f");
+  uint64_t g = h.Mkfile(1, "g");
+  REQUIRE(Commit(h, f, {Journaled(0, "aaaa"), Journaled(2, "BB")}).ok());
+  REQUIRE(Commit(h, g, {Journaled(10, "gggg")}).ok());
+  auto before_f = h.fs->GetChunks(f);
+  std::string want_f = Content(h, f, nullptr), want_g = Content(h, g, nullptr);
+  int64_t committed_ms = h.clock.WallNs() / 1'000'000;
+
+  // No blob store yet: nothing moves.
+  CHECK(*h.fs->MoveJournal(committed_ms, 1 << 20) == 0);
+  h.fs->SetBlobStore(&blobs);
+  // Too young: nothing moves.
+  CHECK(*h.fs->MoveJournal(committed_ms - 1, 1 << 20) == 0);
+  // A volume server down: nothing lost, tried again later.
+  blobs.fail = true;
+  CHECK(*h.fs->MoveJournal(committed_ms, 1 << 20) == 0);
+  CHECK(JournalKeys(h, f) == 2);
+  blobs.fail = false;
+
+  auto moved = h.fs->MoveJournal(committed_ms, 1 << 20);
+  REQUIRE(moved.ok());
+  CHECK(*moved == 10);
+  CHECK(blobs.puts() == 2);
+  CHECK(blobs.fsyncs() == 2);
+  CHECK(JournalKeys(h, f) == 0);
+  CHECK(JournalKeys(h, g) == 0);
+  auto after_f = h.fs->GetChunks(f);
+  REQUIRE(after_f->chunks_size() == before_f->chunks_size());
+  for (int i = 0; i < after_f->chunks_size(); ++i) {
+    CHECK(after_f->chunks(i).seq() == before_f->chunks(i).seq());
+    CHECK_FALSE(after_f->chunks(i).fid().empty());
+    CHECK(after_f->chunks(i).data().empty());
+  }
+  CHECK(Content(h, f, &blobs) == want_f);
+  CHECK(Content(h, g, &blobs) == want_g);
+  CHECK(want_f == "aaBB");
+  h.RequireConsistent();
+}
+
+TEST_CASE("the maintenance loop moves journaled bytes once they are journal_age old") {
+  Harness h(KELP_BACKENDS);
+  MemBlobs blobs;
+  h.fs->SetBlobStore(&blobs);
+  uint64_t f = h.Mkfile(1, "f");
+  REQUIRE(Commit(h, f, {Journaled(0, "fresh")}).ok());
+  h.fs->RunMaintenance();
+  CHECK(JournalKeys(h, f) == 1);
+  h.clock.Advance(h.options().journal_age + 1s);
+  h.fs->RunMaintenance();
+  CHECK(JournalKeys(h, f) == 0);
+  CHECK(Content(h, f, &blobs) == "fresh");
+  h.RequireConsistent();
+}
