@@ -72,7 +72,7 @@ VP=$(free_port)
 track_pid $!
 wait_http "$VP" || { log "volume server did not start"; tail "$T/volume.log"; exit 1; }
 # writable once the coordinator (either filer) knows the volume server
-alive_at() { curl -fsS "http://127.0.0.1:$1/status" | grep -q '"alive":true'; }
+alive_at() { curl -fsS "http://127.0.0.1:$1/status" | grep -Eq '"alive": *true'; }
 within 20 'alive_at "$FP1" || alive_at "$FP2"' || exit 1
 
 M=$T/mnt1
