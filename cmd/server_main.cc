@@ -40,6 +40,9 @@ int ServerMain(int argc, char** argv) {
   flags.Add("volume.max", &v.max_volumes, "most volumes the volume server holds");
   flags.Add("volume.fileSizeLimitMB", &v.file_size_limit_mb, "largest blob accepted, in MiB");
   flags.Add("volumeSizeLimitMB", &f.volume_size_limit_mb, "a volume at or over this size takes no writes, in MiB");
+  bool power_cut = false;
+  flags.Add("testing.powerCut", &power_cut,
+            "testing only: both servers keep unsynced writes in memory, so kill -9 acts as a power cut");
   flags.Add("logLevel", &log_level, "debug, info, warn or error");
   security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
@@ -55,6 +58,7 @@ int ServerMain(int argc, char** argv) {
   v.dir = (std::filesystem::path(dir) / "volume").string();
   v.ip = ip;
   v.volume_size_limit_mb = f.volume_size_limit_mb;
+  f.testing_power_cut = v.testing_power_cut = power_cut;
 
   filer::FilerServer filer_server(f);
   if (absl::Status s = filer_server.Start(); !s.ok()) {

@@ -23,6 +23,8 @@ void AddFilerFlags(FlagSet& flags, filer::FilerServerOptions& o, const std::stri
   flags.Add(prefix + "pulseMs", &o.pulse_ms, "heartbeat interval asked of volume servers, in ms");
   flags.Add(prefix + "volumeGrowthCount", &o.growth_count, "volumes allocated when a layout runs out (0 = by copies)");
   AddFilerHttpFlags(flags, o, prefix);
+  flags.Add(prefix + "testing.powerCut", &o.testing_power_cut,
+            "testing only: keep unsynced WAL writes in memory, so kill -9 acts as a power cut");
 }
 
 void AddFilerHttpFlags(FlagSet& flags, filer::FilerServerOptions& o, const std::string& prefix) {

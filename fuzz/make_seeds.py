@@ -3,7 +3,8 @@
 
 Each target gets a few small, valid inputs in its own format (plus a few broken ones), so the
 fuzzer starts from the shapes real data has. Formats: docs/needle-format.md,
-docs/cache-format.md, docs/filer-keys.md, docs/volume-http.md, docs/filer-http.md.
+docs/cache-format.md, docs/filer-keys.md, docs/volume-http.md, docs/filer-http.md,
+docs/rpc-protocol.md.
 """
 import os
 import struct
@@ -51,6 +52,23 @@ def main():
         "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-1/2\r\nContent-Length: 2\r\n\r\nab")
     put("http_parser_fuzz", "smuggle",
         "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n")
+
+    # ---- the metadata transport (rpc_frame_fuzz): a mode byte, then its input (docs/rpc-protocol.md) ----
+    def frame(ftype, method, cid, payload):
+        return struct.pack("<IBBHQ", 12 + len(payload), ftype, 0, method, cid) + payload
+    put("rpc_frame_fuzz", "frames", b"\x00\xff" + frame(1, 3, 1, b"\x0a\x03abc") + frame(2, 0, 1, b"")
+        + frame(4, 0, 7, b"\x08\x01") + frame(5, 0, 7, b""))
+    put("rpc_frame_fuzz", "error_frame", b"\x00\x10" + frame(3, 0, 9, struct.pack("<Ii", 5, 2) + b"no such file"))
+    put("rpc_frame_fuzz", "too_big", b"\x00\x00" + frame(1, 1, 1, b"x" * 100))
+    put("rpc_frame_fuzz", "bad_flags", b"\x00\x10" + struct.pack("<IBBHQ", 12, 1, 1, 0, 1))
+    put("rpc_frame_fuzz", "status", b"\x01" + struct.pack("<Ii", 9, 39) + b"directory not empty")
+    put("rpc_frame_fuzz", "status_bad_code", b"\x01" + struct.pack("<Ii", 99, 0) + b"x")
+    put("rpc_frame_fuzz", "upgrade", b"\x02GET /rpc HTTP/1.1\r\nHost: 127.0.0.1:8888\r\nConnection: Upgrade\r\n"
+        b"Upgrade: kelp-rpc/1\r\nAuthorization: Bearer a.b.c\r\n\r\n" + frame(1, 1, 1, b""))
+    put("rpc_frame_fuzz", "upgrade_other", b"\x02GET /rpc HTTP/1.1\r\nHost: x\r\nUpgrade: h2c\r\n\r\n")
+    put("rpc_frame_fuzz", "switching", b"\x03HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+        b"Upgrade: kelp-rpc/1\r\n\r\n" + frame(2, 0, 1, b""))
+    put("rpc_frame_fuzz", "refused", b"\x03HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
 
     # ---- Range / If-None-Match (range_fuzz): 8 bytes of file size, then the header ----
     for i, h in enumerate(["bytes=0-99", "bytes=100-", "bytes=-500", "bytes=5-1", "bytes=0-0,5-9",

@@ -91,14 +91,14 @@ MetricsRegistry::Family& MetricsRegistry::FamilyFor(std::string_view name, std::
 }
 
 Counter* MetricsRegistry::GetCounter(std::string_view name, std::string_view help, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, help, "counter").counters[RenderLabels(labels)];
   if (!slot) slot = std::make_unique<Counter>();
   return slot.get();
 }
 
 Gauge* MetricsRegistry::GetGauge(std::string_view name, std::string_view help, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, help, "gauge").gauges[RenderLabels(labels)];
   if (!slot) slot = std::make_unique<Gauge>();
   return slot.get();
@@ -106,7 +106,7 @@ Gauge* MetricsRegistry::GetGauge(std::string_view name, std::string_view help, c
 
 Histogram* MetricsRegistry::GetHistogram(std::string_view name, std::string_view help,
                                          const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = FamilyFor(name, help, "histogram").histograms[RenderLabels(labels)];
   if (!slot) slot = std::make_unique<Histogram>(Histogram::LatencyBounds());
   return slot.get();
@@ -114,19 +114,19 @@ Histogram* MetricsRegistry::GetHistogram(std::string_view name, std::string_view
 
 int MetricsRegistry::AddCallback(std::string_view name, std::string_view help,
                                  std::function<double()> fn, const Labels& labels) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int id = next_callback_++;
   FamilyFor(name, help, "gauge").callbacks[id] = {RenderLabels(labels), std::move(fn)};
   return id;
 }
 
 void MetricsRegistry::RemoveCallback(int id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [name, fam] : families_) fam.callbacks.erase(id);
 }
 
 std::string MetricsRegistry::Render() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   for (const auto& [name, fam] : families_) {
     if (fam.counters.empty() && fam.gauges.empty() && fam.histograms.empty() && fam.callbacks.empty()) {

@@ -8,12 +8,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
 
 namespace kelp {
 
@@ -84,7 +84,7 @@ class MetricsRegistry {
   Family& FamilyFor(std::string_view name, std::string_view help, std::string_view type)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, Family, std::less<>> families_ ABSL_GUARDED_BY(mu_);
   int next_callback_ ABSL_GUARDED_BY(mu_) = 1;
 };

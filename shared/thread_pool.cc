@@ -22,35 +22,35 @@ ThreadPool::ThreadPool(std::string name, size_t threads, size_t max_queue)
 ThreadPool::~ThreadPool() { Stop(); }
 
 bool ThreadPool::Submit(std::function<void()> task) {
-  std::unique_lock lock(mu_);
-  not_full_.wait(lock, [&] { return stopping_ || queue_.size() < max_queue_; });
+  MutexLock lock(mu_);
+  while (!stopping_ && queue_.size() >= max_queue_) not_full_.Wait(lock);
   if (stopping_) return false;
   queue_.push_back(std::move(task));
-  not_empty_.notify_one();
+  not_empty_.NotifyOne();
   return true;
 }
 
 bool ThreadPool::TrySubmit(std::function<void()> task) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_ || queue_.size() >= max_queue_) return false;
   queue_.push_back(std::move(task));
-  not_empty_.notify_one();
+  not_empty_.NotifyOne();
   return true;
 }
 
 size_t ThreadPool::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 void ThreadPool::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
   }
-  not_empty_.notify_all();
-  not_full_.notify_all();
+  not_empty_.NotifyAll();
+  not_full_.NotifyAll();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -61,12 +61,12 @@ void ThreadPool::Run() {
   for (;;) {
     std::function<void()> task;
     {
-      std::unique_lock lock(mu_);
-      not_empty_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!stopping_ && queue_.empty()) not_empty_.Wait(lock);
       if (queue_.empty()) return;  // stopping and drained
       task = std::move(queue_.front());
       queue_.pop_front();
-      not_full_.notify_one();
+      not_full_.NotifyOne();
     }
     try {
       task();

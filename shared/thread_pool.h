@@ -3,16 +3,15 @@
 // Submit/TrySubmit may be called from any thread, including a worker.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
 
 namespace kelp {
 
@@ -37,8 +36,8 @@ class ThreadPool {
 
   const std::string name_;
   const size_t max_queue_;
-  mutable std::mutex mu_;
-  std::condition_variable not_empty_, not_full_;
+  mutable Mutex mu_;
+  CondVar not_empty_, not_full_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;

@@ -40,9 +40,9 @@ class Cluster {
   explicit Cluster(int volumes, int volume_size_limit_mb = 1000, int max_volumes = 8)
       : limit_mb_(volume_size_limit_mb), max_volumes_(max_volumes) {
     filer_port_ = FreePort();
-    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.Sub("filer")), StrCat("-port=", filer_port_),
+    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.file("filer")), StrCat("-port=", filer_port_),
                              StrCat("-volumeSizeLimitMB=", volume_size_limit_mb), "-pulseMs=300"},
-                            tmp_.Sub("filer.log"));
+                            tmp_.file("filer.log"));
     REQUIRE(f.ok());
     filer_ = std::move(*f);
     REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
@@ -50,7 +50,7 @@ class Cluster {
       VolumeProc v;
       v.port = FreePort();
       v.grpc_port = v.port + 10000;
-      v.dir = tmp_.Sub(StrCat("vol", i));
+      v.dir = tmp_.file(StrCat("vol", i));
       v.rack = "rack1";
       volumes_.push_back(std::move(v));
       StartVolume(i);
@@ -73,7 +73,7 @@ class Cluster {
     auto p = Process::Start({KelpBinary(), "volume", StrCat("-dir=", v.dir), StrCat("-port=", v.port),
                              StrCat("-port.grpc=", v.grpc_port), StrCat("-filer=", filer()), StrCat("-max=", max_volumes_),
                              StrCat("-volumeSizeLimitMB=", limit_mb_), StrCat("-rack=", v.rack), "-fileSizeLimitMB=4"},
-                            tmp_.Sub(StrCat("vol", i, ".log")));
+                            tmp_.file(StrCat("vol", i, ".log")));
     REQUIRE(p.ok());
     v.proc = std::move(*p);
     REQUIRE(WaitForHttp(v.addr(), "/status", std::chrono::seconds(20)));
@@ -187,11 +187,22 @@ TEST_CASE("kill -9 of a volume server during writes loses nothing acknowledged")
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Each phase lasts until the writers have had more writes acknowledged in it: before the
+  // kill, while the server is down (writes go on to the other two), and after it is back.
+  auto acked_count = [&] {
+    std::lock_guard lock(mu);
+    return acked.size();
+  };
+  auto more_acked = [&](size_t n) {
+    size_t from = acked_count();
+    return WaitFor([&] { return acked_count() >= from + n; }, std::chrono::seconds(60));
+  };
+  CHECK(more_acked(50));
   c.KillVolume(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(more_acked(50));
   c.StartVolume(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(WaitFor([&] { return c.AliveServers() == 3; }, std::chrono::seconds(20)));
+  CHECK(more_acked(50));
   stop = true;
   for (auto& t : writers) t.join();
   REQUIRE(WaitFor([&] { return c.AliveServers() == 3; }, std::chrono::seconds(20)));

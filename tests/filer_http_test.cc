@@ -28,18 +28,18 @@ class FilerCluster {
  public:
   FilerCluster() {
     filer_port_ = FreePort();
-    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.Sub("filer")),
+    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.file("filer")),
                              StrCat("-port=", filer_port_), "-maxMB=1", "-pulseMs=300"},
-                            tmp_.Sub("filer.log"));
+                            tmp_.file("filer.log"));
     REQUIRE(f.ok());
     filer_ = std::move(*f);
     REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
     int vport = FreePort();
-    std::filesystem::create_directories(tmp_.Sub("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.Sub("vol")),
+    std::filesystem::create_directories(tmp_.file("vol"));
+    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.file("vol")),
                              StrCat("-port=", vport), StrCat("-port.grpc=", vport + 10000),
                              StrCat("-filer=", filer()), "-max=8", "-fileSizeLimitMB=4"},
-                            tmp_.Sub("vol.log"));
+                            tmp_.file("vol.log"));
     REQUIRE(v.ok());
     volume_ = std::move(*v);
     REQUIRE(WaitForLiveVolume(filer(), std::chrono::seconds(20)));
@@ -458,7 +458,7 @@ TEST_CASE("kelp server answers the quickstart's curl http://127.0.0.1:PORT/hello
   auto p = Process::Start({KelpBinary(), "server", StrCat("-dir=", tmp.path()),
                            StrCat("-filer.port=", fport), StrCat("-volume.port=", vport),
                            StrCat("-volume.port.grpc=", vport + 10000), "-filer.maxMB=1"},
-                          tmp.Sub("server.log"));
+                          tmp.file("server.log"));
   REQUIRE(p.ok());
   std::string addr = StrCat("127.0.0.1:", fport);
   http::HttpClient client;

@@ -40,11 +40,11 @@ class FilerAndVolume {
     filer_port_ = FreePort();
     volume_port_ = FreePort();
     StartFiler();
-    std::filesystem::create_directories(tmp_.Sub("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.Sub("vol")),
+    std::filesystem::create_directories(tmp_.file("vol"));
+    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.file("vol")),
                              StrCat("-port=", volume_port_), StrCat("-port.grpc=", volume_port_ + 10000),
                              StrCat("-filer=", filer()), "-vacuumIntervalSec=0", "-logLevel=warn"},
-                            tmp_.Sub("vol.log"));
+                            tmp_.file("vol.log"));
     REQUIRE(v.ok());
     volume_ = std::move(*v);
     REQUIRE(WaitForHttp(volume(), "/status", std::chrono::seconds(20)));
@@ -58,12 +58,12 @@ class FilerAndVolume {
   std::string filer() const { return StrCat("127.0.0.1:", filer_port_); }
   std::string volume() const { return StrCat("127.0.0.1:", volume_port_); }
   std::string volume_grpc() const { return StrCat("127.0.0.1:", volume_port_ + 10000); }
-  std::string filer_dir() const { return tmp_.Sub("filer"); }
+  std::string filer_dir() const { return tmp_.file("filer"); }
 
   void StartFiler() {
     auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", filer_dir()),
                              StrCat("-port=", filer_port_), "-pulseMs=200", "-logLevel=warn"},
-                            tmp_.Sub("filer.log"));
+                            tmp_.file("filer.log"));
     REQUIRE(f.ok());
     filer_ = std::move(*f);
     REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
@@ -86,7 +86,7 @@ class FilerAndVolume {
     std::vector<std::string> args = {KelpBinary(), "filer.fsck", StrCat("-dir=", filer_dir())};
     if (fix) args.push_back("-fix");
     if (volumes) args.push_back(StrCat("-volumes=", volume()));
-    std::string log = tmp_.Sub(StrCat("fsck", runs_++, ".log"));
+    std::string log = tmp_.file(StrCat("fsck", runs_++, ".log"));
     auto p = Process::Start(args, log);
     REQUIRE(p.ok());
     Fsck r;

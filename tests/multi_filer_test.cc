@@ -45,12 +45,12 @@ class SharedCluster {
       StartFiler(i);
     }
     volume_port_ = FreePort();
-    std::filesystem::create_directories(tmp_.Sub("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.Sub("vol")), StrCat("-port=", volume_port_),
+    std::filesystem::create_directories(tmp_.file("vol"));
+    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.file("vol")), StrCat("-port=", volume_port_),
                              StrCat("-port.grpc=", volume_port_ + 10000),
                              StrCat("-filer=", filers_[0].addr(), ",", filers_[1].addr()), "-max=20",
                              "-pulseMs=300"},
-                            tmp_.Sub("vol.log"));
+                            tmp_.file("vol.log"));
     REQUIRE(v.ok());
     volume_ = std::move(*v);
     REQUIRE(WaitFor([&] { return Coordinator() >= 0 && VolumeAliveAt(Coordinator()); }, 30s));
@@ -63,11 +63,11 @@ class SharedCluster {
   }
 
   void StartFiler(int i) {
-    auto p = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.Sub(StrCat("filer", i))),
+    auto p = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.file(StrCat("filer", i))),
                              StrCat("-port=", filers_[i].port), "-store=postgres", StrCat("-store.dsn=", Pg().dsn()),
                              StrCat("-store.keyspace=", keyspace_), "-coordinator.leaseMs=2000", "-pulseMs=300",
                              "-maxMB=1"},
-                            tmp_.Sub(StrCat("filer", i, ".log")));
+                            tmp_.file(StrCat("filer", i, ".log")));
     REQUIRE(p.ok());
     filers_[i].proc = std::move(*p);
     REQUIRE(WaitForHttp(filers_[i].addr(), "/status", 20s));
@@ -259,7 +259,7 @@ TEST_CASE("kill -9 of the coordinator filer mid-workload: the other takes over, 
   TempDir logs("kelp-multi-fsck");
   auto fsck = Process::Start({KelpBinary(), "filer.fsck", "-store=postgres", StrCat("-store.dsn=", c.dsn()),
                               StrCat("-store.keyspace=", c.keyspace())},
-                             logs.Sub("fsck.log"));
+                             logs.file("fsck.log"));
   REQUIRE(fsck.ok());
   int rc = (*fsck)->Wait(120s);
   INFO((*fsck)->Log());

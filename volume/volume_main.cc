@@ -52,6 +52,8 @@ int VolumeMain(int argc, char** argv) {
   flags.Add("http.workers", &o.http_worker_threads,
             "HTTP worker threads for large, fsync and replicated requests");
   flags.Add("index", &index, "needle index kind; only \"memory\" (a compact in-memory map) exists");
+  flags.Add("testing.powerCut", &o.testing_power_cut,
+            "testing only: keep unsynced volume writes in memory, so kill -9 acts as a power cut");
   flags.Add("logLevel", &log_level, "debug, info, warn or error");
   security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);

@@ -23,11 +23,20 @@ std::string UpgradeAuthorization() {
   return "Authorization: Bearer " + security::SignFilerToken(sec->filer_write, 60) + "\r\n";
 }
 
+// With [grpc] certificates the connection is mutual TLS, as gRPC is (docs/security.md).
+rpc::Channel::Options ChannelOptions(const FilerClientOptions& o) {
+  rpc::Channel::Options c;
+  c.connect_timeout_ms = static_cast<int>(o.connect_timeout.count());
+  c.max_payload = o.max_receive_bytes;
+  c.upgrade_headers = UpgradeAuthorization;
+  c.tls = security::ClientSslCtx();
+  return c;
+}
+
 }  // namespace
 
 FilerClient::FilerClient(std::string filer, FilerClientOptions options) : opts_(std::move(options)) {
-  const rpc::Channel::Options copts{static_cast<int>(opts_.connect_timeout.count()), opts_.max_receive_bytes,
-                                    UpgradeAuthorization};
+  const rpc::Channel::Options copts = ChannelOptions(opts_);
   std::vector<std::string_view> list = SplitSkipEmpty(filer, ',');
   if (list.size() <= 1) {
     channels_.push_back(std::make_unique<rpc::Channel>(std::move(filer), copts));  // as given

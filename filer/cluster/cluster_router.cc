@@ -24,7 +24,7 @@ std::string ClusterRouter::RemoteCoordinator() const {
 absl::StatusOr<cluster::Cluster::Stub*> ClusterRouter::Remote() {
   std::string addr = RemoteCoordinator();
   if (addr.empty()) return absl::UnavailableError("no coordinator filer is known yet");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (addr != remote_address_ || !remote_) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -16,6 +15,7 @@
 #include "filer/cluster/lease.h"
 #include "filer/cluster/topology.h"
 #include "proto/cluster.grpc.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -42,7 +42,7 @@ class ClusterRouter : public ClusterApi {
 
   Topology* const local_;
   CoordinatorLease* const lease_;
-  std::mutex mu_;
+  Mutex mu_;
   std::string remote_address_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<cluster::Cluster::Stub> remote_ ABSL_GUARDED_BY(mu_);
 };

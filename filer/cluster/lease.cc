@@ -82,7 +82,7 @@ int64_t CoordinatorLease::MonoMs() const {
 
 absl::Status CoordinatorLease::Start() {
   if (!kv_->shared()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Holder me{opts_.id, opts_.grpc_address, opts_.http_address, 0, 1, 0, 0};
     holder_ = me;
     SetHolderLocked(true);
@@ -93,7 +93,7 @@ absl::Status CoordinatorLease::Start() {
   }
   if (auto s = RunOnce(); !s.ok()) spdlog::warn("filer: coordinator lease: {}", s);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = false;
   }
   thread_ = std::thread([this] { Loop(); });
@@ -102,15 +102,15 @@ absl::Status CoordinatorLease::Start() {
 
 void CoordinatorLease::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
   if (!kv_->shared()) return;
   bool held;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     held = held_until_mono_ms_ > MonoMs();
     SetHolderLocked(false);
     held_until_mono_ms_ = 0;
@@ -149,7 +149,7 @@ absl::Status CoordinatorLease::TryOnce() {
     return v.status();
   }
   if (cur && cur->id != opts_.id && cur->expires_ms > now) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     holder_ = cur;
     held_until_mono_ms_ = 0;
     SetHolderLocked(false);
@@ -165,7 +165,7 @@ absl::Status CoordinatorLease::TryOnce() {
   WriteBatch b;
   b.Put(keys::MetaKey(keys::kCoordinatorName), Encode(me));
   absl::Status s = txn->Commit(b, false);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!s.ok()) {
     // Lost a race (another filer took it) or the store is down: not the holder for sure
     // once what we held runs out.
@@ -191,7 +191,7 @@ void CoordinatorLease::SetHolderLocked(bool holder) {
 void CoordinatorLease::Notify() {
   std::vector<bool> changes;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     changes.swap(changes_);
   }
   if (!opts_.on_change) return;
@@ -200,30 +200,32 @@ void CoordinatorLease::Notify() {
 
 bool CoordinatorLease::IsHolder() const {
   if (!kv_->shared()) return true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return held_until_mono_ms_ > MonoMs();
 }
 
 std::optional<CoordinatorLease::Holder> CoordinatorLease::holder() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return holder_;
 }
 
 void CoordinatorLease::Loop() {
   // The holder renews every third of the lease; the others look every sixth, so a dead
   // holder is replaced within about 1.2 leases.
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
     auto wait = held_until_mono_ms_ > MonoMs() ? opts_.lease / 3 : opts_.lease / 6;
-    cv_.wait_for(lock, wait, [&] { return stop_; });
+    auto due = std::chrono::steady_clock::now() + wait;
+    while (!stop_ && cv_.WaitUntil(lock, due)) {
+    }
     if (stop_) break;
-    lock.unlock();
+    lock.Unlock();
     if (auto s = RunOnce(); !s.ok()) spdlog::warn("filer: coordinator lease: {}", s);
-    lock.lock();
+    lock.Lock();
     if (held_until_mono_ms_ != 0 && held_until_mono_ms_ <= MonoMs()) SetHolderLocked(false);
-    lock.unlock();
+    lock.Unlock();
     Notify();
-    lock.lock();
+    lock.Lock();
   }
 }
 

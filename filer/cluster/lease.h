@@ -18,10 +18,8 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -30,6 +28,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "filer/store/kv_store.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -98,8 +97,8 @@ class CoordinatorLease {
 
   KvStore* const kv_;
   Options opts_;  // addresses set before Start, constant after
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable Mutex mu_;
+  CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<Holder> holder_ ABSL_GUARDED_BY(mu_);
   int64_t held_until_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;  // 0 = not held

@@ -47,13 +47,13 @@ absl::Status Topology::Start() {
   RETURN_IF_ERROR(volume_ids_.Load(1));
   RETURN_IF_ERROR(needle_keys_.Load(1));
   liveness_ = std::thread([this] {
-    std::unique_lock lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     while (!stopping_) {
-      stop_cv_.wait_for(lock, std::chrono::milliseconds(opts_.pulse_ms));
+      stop_cv_.WaitFor(lock, std::chrono::milliseconds(opts_.pulse_ms));
       if (stopping_) break;
-      lock.unlock();
+      lock.Unlock();
       CheckLiveness();
-      lock.lock();
+      lock.Lock();
     }
   });
   return absl::OkStatus();
@@ -61,19 +61,19 @@ absl::Status Topology::Start() {
 
 void Topology::Stop() {
   {
-    std::lock_guard lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
   if (liveness_.joinable()) liveness_.join();
-  std::lock_guard lock(mu_);
-  grown_.notify_all();
+  MutexLock lock(mu_);
+  grown_.NotifyAll();
 }
 
 void Topology::HoldGrowthFor(std::chrono::milliseconds d) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   no_grow_until_ = std::chrono::steady_clock::now() + d;
-  grown_.notify_all();
+  grown_.NotifyAll();
 }
 
 std::string Topology::LayoutKey(const std::string& collection, const std::string& replication) {
@@ -85,7 +85,7 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
   uint32_t max_vid = 0;
   uint64_t max_key = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Server& s = servers_[url];
     if (!s.alive) {
       spdlog::info("volume server {} is {} ({} volumes)", url, s.last_seen.time_since_epoch().count() ? "back" : "up",
@@ -123,7 +123,7 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
     }
     s.volumes = std::move(reported);
   }
-  grown_.notify_all();  // an Assign may be waiting for volumes to be known
+  grown_.NotifyAll();  // an Assign may be waiting for volumes to be known
   // A filer whose store was lost must still never reuse a volume id or a needle key.
   if (max_vid > 0) {
     if (auto st = volume_ids_.RaiseAbove(max_vid); !st.ok()) spdlog::error("raise volume id sequence: {}", st);
@@ -139,7 +139,7 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
 
 void Topology::CheckLiveness() {
   auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [url, s] : servers_) {
     if (s.alive && now - s.last_seen > std::chrono::milliseconds(opts_.dead_after_ms)) {
       s.alive = false;
@@ -172,7 +172,7 @@ std::vector<uint32_t> Topology::WritableVolumesLocked(const std::string& collect
 bool Topology::HasWritable(const std::string& collection, const std::string& replication) const {
   auto rep = Replication::Parse(replication.empty() ? opts_.default_replication : replication);
   if (!rep.ok()) return true;  // Assign answers the error at once
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return !WritableVolumesLocked(collection, rep->ToString()).empty();
 }
 
@@ -200,7 +200,7 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
   for (int attempt = 0; vid == 0; ++attempt) {
     bool grow = false;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       for (;;) {
         auto writable = WritableVolumesLocked(collection, replication);
         if (!writable.empty()) {
@@ -214,7 +214,7 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
           break;
         }
         if (std::chrono::steady_clock::now() < no_grow_until_) {
-          grown_.wait_until(lock, no_grow_until_);  // heartbeats wake it
+          grown_.WaitUntil(lock, no_grow_until_);  // heartbeats wake it
           continue;
         }
         if (attempt >= 2) {
@@ -227,23 +227,23 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
           grow = true;
           break;
         }
-        grown_.wait_for(lock, std::chrono::seconds(30));
+        grown_.WaitFor(lock, std::chrono::seconds(30));
       }
     }
     if (grow) {
       absl::Status s = Grow(collection, rep);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         layouts_[layout].growing = false;
       }
-      grown_.notify_all();
+      grown_.NotifyAll();
       if (!s.ok()) return s;
     }
   }
   ASSIGN_OR_RETURN(uint64_t key, needle_keys_.Next(count));
   uint32_t cookie;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cookie = static_cast<uint32_t>(rng_());
   }
   FileId fid{vid, key, cookie};
@@ -268,7 +268,7 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
     std::vector<std::string> placement;
     std::map<std::string, std::string> grpc_addr;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       std::vector<Candidate> cands;
       for (const auto& [url, s] : servers_) {
         if (!s.alive) continue;
@@ -297,7 +297,7 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
       last_error = s;
       break;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Volume& v = volumes_[vid];
     v.allocated_at = std::chrono::steady_clock::now();
     v.collection = collection;
@@ -322,7 +322,7 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
 
 absl::StatusOr<cluster::LookupVolumeResponse> Topology::LookupVolume(const cluster::LookupVolumeRequest& req) {
   cluster::LookupVolumeResponse resp;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (uint32_t vid : req.volume_ids()) {
     auto* out = resp.add_volumes();
     out->set_volume_id(vid);
@@ -342,7 +342,7 @@ absl::StatusOr<cluster::LookupVolumeResponse> Topology::LookupVolume(const clust
 
 ClusterApi::Capacity Topology::GetCapacity() {
   Capacity c;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> seen_disks;
   for (const auto& [url, s] : servers_) {
     if (!s.alive) continue;
@@ -367,7 +367,7 @@ std::vector<absl::Status> Topology::DeleteBlobs(const std::vector<std::string>& 
     std::vector<std::pair<std::string, std::string>> replicas;  // url, grpc address
     absl::Status unavailable;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = volumes_.find(vid);
       if (it == volumes_.end()) {
         unavailable = absl::UnavailableError(StrCat("volume ", vid, " is not known (yet)"));
@@ -411,7 +411,7 @@ std::vector<absl::Status> Topology::DeleteBlobs(const std::vector<std::string>& 
 
 nlohmann::json Topology::StatusJson() const {
   using nlohmann::json;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   json servers = json::array();
   for (const auto& [url, s] : servers_) {
     servers.push_back({{"url", url},

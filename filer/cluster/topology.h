@@ -9,11 +9,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -28,6 +26,7 @@
 #include "filer/store/kv_store.h"
 #include "filer/store/sequence.h"
 #include "proto/cluster.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -109,16 +108,18 @@ class Topology : public ClusterApi {
   SequenceAllocator volume_ids_;
   SequenceAllocator needle_keys_;
 
-  mutable std::mutex mu_;
-  std::condition_variable grown_;  // signalled when a growth finishes
+  // Lock order: mu_, then the SequenceAllocators' (leaf) mutexes; stop_mu_ is a leaf never
+  // held with mu_. No RPC is made under mu_ (Grow releases it first).
+  mutable Mutex mu_;
+  CondVar grown_;  // signalled when a growth finishes
   std::map<std::string, Server> servers_ ABSL_GUARDED_BY(mu_);  // by url (ip:port)
   std::map<uint32_t, Volume> volumes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Layout> layouts_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point no_grow_until_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
+  Mutex stop_mu_;
+  CondVar stop_cv_;
   bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread liveness_;
 };

@@ -17,14 +17,14 @@ class FakeAdmin : public VolumeAdmin {
  public:
   absl::Status AllocateVolume(const std::string& addr, uint32_t vid, const std::string& collection,
                               const std::string& replication) override {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (fail.count(addr)) return absl::UnavailableError("down");
     allocated[addr].insert(vid);
     return absl::OkStatus();
   }
   absl::StatusOr<volume::BatchDeleteResponse> BatchDelete(const std::string& addr,
                                                           const std::vector<std::string>& fids) override {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     volume::BatchDeleteResponse r;
     for (const auto& f : fids) {
       auto* res = r.add_results();
@@ -34,7 +34,7 @@ class FakeAdmin : public VolumeAdmin {
     }
     return r;
   }
-  std::mutex mu;
+  Mutex mu;
   std::set<std::string> fail;
   std::map<std::string, std::set<uint32_t>> allocated;
   std::map<std::string, std::vector<std::string>> deleted;

@@ -2,13 +2,13 @@
 
 #include <chrono>
 #include <map>
-#include <mutex>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
 #include "proto/volume.grpc.pb.h"
 #include "shared/grpc_status.h"
+#include "shared/mutex.h"
 #include "shared/security/security.h"
 
 namespace kelp::filer {
@@ -47,14 +47,14 @@ class GrpcVolumeAdmin : public VolumeAdmin {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms_));
   }
   volume::VolumeService::Stub* Stub(const std::string& addr) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto& s = stubs_[addr];
     if (!s) s = volume::VolumeService::NewStub(grpc::CreateChannel(addr, security::ChannelCredentials()));
     return s.get();
   }
 
   const int deadline_ms_;
-  std::mutex mu_;
+  Mutex mu_;
   std::map<std::string, std::unique_ptr<volume::VolumeService::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,12 +1,12 @@
 #include <sys/stat.h>
 
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "filer/client/limits.h"
 #include "filer/core/test_util.h"
+#include "shared/mutex.h"
 
 using namespace kelp::filer;
 using namespace kelp::filer::testing;
@@ -43,7 +43,7 @@ TEST_CASE("random concurrent mutations keep dentries, inodes and nlink consisten
   const std::vector<std::string> names = {"a", "b", "c", "d", "e", "f"};
   const std::set<int> expected = {ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, EINVAL, EPERM};
   std::atomic<int> unexpected{0}, ok{0};
-  std::mutex mu;
+  kelp::Mutex mu;
   std::vector<std::string> surprises;  // Catch2 is not thread-safe: report after the join
   std::vector<std::thread> ts;
   for (int t = 0; t < 8; ++t) {
@@ -90,7 +90,7 @@ TEST_CASE("random concurrent mutations keep dentries, inodes and nlink consisten
           ++ok;
         } else if (!expected.count(kelp::ErrnoOf(s))) {
           ++unexpected;
-          std::lock_guard lock(mu);
+          kelp::MutexLock lock(mu);
           surprises.push_back(s.ToString());
         }
       }

@@ -388,12 +388,11 @@ class Checker {
     int64_t sum = 0;
     auto it = Family(keys::kCounter);
     for (; it->Valid(); it->Next()) {
-      std::string_view v = it->value();
-      int64_t n = 0;
-      if (!GetVarsint64(&v, &n)) {
+      auto n = DecodeCounter(it->value());
+      if (!n.ok()) {
         Add(Keyed(ProblemKind::kCounters, it->key()), "inode counter corrupt");
       }
-      sum += n;
+      sum += n.value_or(0);
     }
     RETURN_IF_ERROR(it->status());
     if (sum != static_cast<int64_t>(r_.inodes)) {

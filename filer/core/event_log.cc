@@ -54,6 +54,16 @@ void Backoff(int attempt) {
 
 }  // namespace
 
+Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name) {
+  Event e;
+  e.set_kind(kind);
+  e.set_ino(rec.ino);
+  e.set_parent(parent);
+  e.set_name(std::string(name));
+  *e.mutable_attr() = rec.ToAttr();
+  return e;
+}
+
 EventLog::EventLog(KvStore* kv, Clock* clock, const FilerOptions& opts)
     : kv_(kv), clock_(clock), opts_(opts), seq_(kv, keys::kEventSeq, kEventSeqStep) {
   std::random_device rd;
@@ -66,14 +76,14 @@ absl::Status EventLog::Load() {
   ASSIGN_OR_RETURN(uint64_t floor, ReadU64(*kv_, keys::MetaKey(keys::kEventFloorName), 1));
   if (!shared()) {
     if (auto s = seq_.Load(1); !s.ok()) return s;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     published_ = seq_.Peek() - 1;
     floor_ = std::max<uint64_t>(floor, 1);
     return absl::OkStatus();
   }
   auto txn = kv_->Begin();
   ASSIGN_OR_RETURN(Snapshot snap, ReadSnapshot(*txn));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   floor_ = std::max<uint64_t>(snap.floor, 1);
   ApplySnapshotLocked(snap, snap.q);
   return absl::OkStatus();
@@ -86,7 +96,7 @@ void EventLog::Start() {
 
 absl::StatusOr<EventLog::Reservation> EventLog::Reserve(size_t n) {
   if (shared()) return ReserveShared(n);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ASSIGN_OR_RETURN(uint64_t first, seq_.Next(n));
   return Reservation{first, {}};
 }
@@ -96,21 +106,22 @@ absl::Status EventLog::Prepare() {
   // A range this close to the end of its life would likely be retired by Poll() while the
   // transaction runs; take the next one now instead.
   const int64_t renew = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.event_range_life).count() * 4 / 5;
-  auto fresh = [&]() {  // needs mu_
-    if (active_ == 0) return false;
-    const Range& r = own_.at(active_);
-    return !r.retired && r.next < r.limit && clock_->MonoNs() - r.opened_mono_ns < renew;
-  };
   {
-    std::lock_guard lock(mu_);
-    if (fresh()) return absl::OkStatus();
+    MutexLock lock(mu_);
+    if (ActiveFreshLocked(renew)) return absl::OkStatus();
   }
-  std::lock_guard open(open_mu_);
+  MutexLock open(open_mu_);
   {
-    std::lock_guard lock(mu_);
-    if (fresh()) return absl::OkStatus();
+    MutexLock lock(mu_);
+    if (ActiveFreshLocked(renew)) return absl::OkStatus();
   }
   return OpenRange(1);
+}
+
+bool EventLog::ActiveFreshLocked(int64_t renew_ns) const {
+  if (active_ == 0) return false;
+  const Range& r = own_.at(active_);
+  return !r.retired && r.next < r.limit && clock_->MonoNs() - r.opened_mono_ns < renew_ns;
 }
 
 bool EventLog::TakeLocked(size_t n, Reservation* out) {
@@ -133,16 +144,16 @@ bool EventLog::TakeLocked(size_t n, Reservation* out) {
 absl::StatusOr<EventLog::Reservation> EventLog::ReserveShared(size_t n) {
   Reservation res;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (TakeLocked(n, &res)) return res;
   }
-  std::lock_guard open(open_mu_);
+  MutexLock open(open_mu_);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (TakeLocked(n, &res)) return res;  // another thread opened one meanwhile
   }
   RETURN_IF_ERROR(OpenRange(n));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!TakeLocked(n, &res)) return absl::InternalError("a new event range is already used up");
   return res;
 }
@@ -196,7 +207,7 @@ absl::Status EventLog::OpenRange(size_t n) {
       s = txn->Commit(b, false);
     }
     if (s.ok()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       Range r;
       r.first = r.next = snap->q;
       r.limit = snap->q + size;
@@ -214,9 +225,35 @@ absl::Status EventLog::OpenRange(size_t n) {
   }
 }
 
+absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events, bool sync, KvTxn* txn) {
+  auto commit = [&] { return txn != nullptr ? txn->Commit(b, sync) : kv_->Write(b, sync); };
+  if (events.empty()) return commit();
+  ASSIGN_OR_RETURN(Reservation res, Reserve(events.size()));
+  if (!res.guard.empty()) b.Require(res.guard);
+  int64_t now = clock_->WallNs();
+  for (size_t i = 0; i < events.size(); ++i) {
+    Event& e = events[i];
+    e.set_seq(res.first + i);
+    if (e.time_ns() == 0) e.set_time_ns(now);
+    b.Put(keys::EventKey(res.first + i), e.SerializeAsString());
+  }
+  absl::Status s = commit();
+  Complete(res.first, events.size());
+  if (!s.ok() && !res.guard.empty()) {
+    if (auto missing = MissingKeyOf(s); missing && *missing == res.guard) {
+      // Absent from this transaction's snapshot: revoked, or opened after the snapshot was
+      // taken (then it is still there). Either way the operation runs again.
+      auto cur = kv_->Get(res.guard);
+      if (absl::IsNotFound(cur.status())) Revoked(res.guard);
+      return ConflictError("the event range is not in this transaction's snapshot");
+    }
+  }
+  return s;
+}
+
 void EventLog::Complete(uint64_t first, size_t n) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shared()) {
       auto it = own_.upper_bound(first);
       if (it == own_.begin()) return;  // its range was revoked and forgotten
@@ -231,11 +268,11 @@ void EventLog::Complete(uint64_t first, size_t n) {
       }
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void EventLog::Revoked(std::string_view guard) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (guard.size() != 9) return;
   uint64_t first = keys::FirstU64(guard);
   auto it = own_.find(first);
@@ -258,7 +295,7 @@ void EventLog::RecomputeLocked() {
   }
   if (w > 0 && w - 1 > published_) {
     published_ = w - 1;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 }
 
@@ -287,7 +324,7 @@ absl::Status EventLog::Poll() {
   const int64_t life = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.event_range_life).count();
   std::vector<std::pair<uint64_t, uint64_t>> closing;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (active_ != 0 && clock_->MonoNs() - own_.at(active_).opened_mono_ns >= life) {
       own_.at(active_).retired = true;
       active_ = 0;
@@ -303,7 +340,7 @@ absl::Status EventLog::Poll() {
   absl::Status result;
   for (const auto& [first, limit] : closing) {
     absl::Status s = CloseRangeInStore(first, limit, false);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (s.ok()) {
       own_.erase(first);
     } else {
@@ -319,7 +356,7 @@ absl::Status EventLog::Poll() {
   const int64_t now_ms = clock_->WallNs() / 1'000'000;
   std::vector<std::pair<uint64_t, uint64_t>> expired;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [first, v] : snap.ranges) {
       if (!own_.count(first) && v.second < now_ms) expired.emplace_back(first, v.first);
     }
@@ -337,58 +374,61 @@ absl::Status EventLog::Poll() {
     // Publish past them now rather than at the next poll.
     auto txn = kv_->Begin();
     ASSIGN_OR_RETURN(Snapshot again, ReadSnapshot(*txn));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ApplySnapshotLocked(again, again.q);
   }
   return result;
 }
 
 void EventLog::PollLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopped_) {
-    cv_.wait_for(lock, opts_.event_poll_interval, [&] { return stopped_; });
+    auto due = std::chrono::steady_clock::now() + opts_.event_poll_interval;
+    while (!stopped_ && cv_.WaitUntil(lock, due)) {
+    }
     if (stopped_) break;
-    lock.unlock();
+    lock.Unlock();
     if (auto s = Poll(); !s.ok()) spdlog::warn("filer: event log poll: {}", s);
-    lock.lock();
+    lock.Lock();
   }
 }
 
 uint64_t EventLog::published() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return published_;
 }
 
 uint64_t EventLog::floor() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return floor_;
 }
 
 bool EventLog::WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  cv_.wait_until(lock, deadline, [&] { return stopped_ || published_ > after; });
+  MutexLock lock(mu_);
+  while (!stopped_ && published_ <= after && cv_.WaitUntil(lock, deadline)) {
+  }
   return published_ > after;
 }
 
 void EventLog::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopped_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (poller_.joinable()) poller_.join();
 }
 
 bool EventLog::stopped() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stopped_;
 }
 
 absl::Status EventLog::Trim() {
-  std::lock_guard trim(trim_mu_);
+  MutexLock trim(trim_mu_);
   uint64_t floor, limit;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     floor = floor_;
     limit = published_ + 1;  // never trim what is not published
   }
@@ -422,7 +462,7 @@ absl::Status EventLog::Trim() {
   auto txn = kv_->Begin();
   ASSIGN_OR_RETURN(uint64_t stored, ReadU64(*txn, keys::MetaKey(keys::kEventFloorName), 1));
   if (stored >= new_floor) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     floor_ = std::max(floor_, stored);
     return absl::OkStatus();
   }
@@ -434,7 +474,7 @@ absl::Status EventLog::Trim() {
   // Raise the floor first: a reader that sees the new floor rechecks and resets rather than
   // trusting a scan that raced with the delete.
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     floor_ = new_floor;
   }
   return txn->Commit(b, false);

@@ -22,11 +22,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -36,11 +34,18 @@
 #include "absl/status/statusor.h"
 #include "filer/core/clock.h"
 #include "filer/core/options.h"
-#include "filer/store/sequence.h"
 #include "filer/store/kv_store.h"
+#include "filer/store/records.h"
+#include "filer/store/sequence.h"
 #include "proto/filer.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
+
+// An event about rec (its attributes as they are now): kind, the entry parent/name it
+// concerns ("" and 0 for attribute and data events). Seq and time are set when it is
+// written (EventLog::Write).
+Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
 
 class EventLog {
  public:
@@ -52,22 +57,17 @@ class EventLog {
   // options.event_poll_interval.
   void Start();
 
-  struct Reservation {
-    uint64_t first = 0;
-    // Shared stores: the key of the range the seqs came from; the mutation's batch must
-    // Require it. Empty otherwise.
-    std::string guard;
-  };
   // Shared stores: call before a transaction takes its first snapshot. Makes sure the range
   // its events will come from is open already, so the transaction sees that range's key (a
   // range opened later is invisible to it, and its Require would fail).
   absl::Status Prepare();
-  // Reserves n consecutive seqs. Each reserved seq must be passed to Complete() once its
-  // batch was written or failed.
-  absl::StatusOr<Reservation> Reserve(size_t n);
-  void Complete(uint64_t first, size_t n);
-  // A write failed because its range (guard) is gone: hand out no more from it.
-  void Revoked(std::string_view guard);
+  // The one way events enter the log: writes batch b with events appended, each given the
+  // next seq and, where it has none, the time now. The seqs are published once the write has
+  // succeeded or failed. sync: a synced write (the WAL reaches the disk before it returns).
+  // txn: the operation's transaction, which commits the batch (shared stores need one: the
+  // batch Requires the key of the range its seqs came from); null writes it with kv->Write.
+  // A range revoked meanwhile answers a conflict (IsConflict): the operation runs again.
+  absl::Status Write(WriteBatch& b, std::vector<Event>& events, bool sync = false, KvTxn* txn = nullptr);
 
   uint64_t published() const;
   // Seqs below the floor were trimmed.
@@ -89,6 +89,19 @@ class EventLog {
   bool stopped() const;
 
  private:
+  struct Reservation {
+    uint64_t first = 0;
+    // Shared stores: the key of the range the seqs came from; the mutation's batch must
+    // Require it. Empty otherwise.
+    std::string guard;
+  };
+  // Reserves n consecutive seqs. Each reserved seq must be passed to Complete() once its
+  // batch was written or failed.
+  absl::StatusOr<Reservation> Reserve(size_t n);
+  void Complete(uint64_t first, size_t n);
+  // A write failed because its range (guard) is gone: hand out no more from it.
+  void Revoked(std::string_view guard);
+
   struct Range {
     uint64_t first = 0, limit = 0, next = 0;
     int64_t opened_mono_ns = 0;
@@ -104,9 +117,12 @@ class EventLog {
 
   bool shared() const { return kv_->shared(); }
   absl::StatusOr<Reservation> ReserveShared(size_t n);
-  // Hands n seqs out of the active range if it can. Needs mu_.
+  // The active range is usable and younger than renew_ns.
+  bool ActiveFreshLocked(int64_t renew_ns) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands n seqs out of the active range if it can.
   bool TakeLocked(size_t n, Reservation* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status OpenRange(size_t n);
+  // Opening a range is a transaction and must not hold mu_.
+  absl::Status OpenRange(size_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(open_mu_) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<Snapshot> ReadSnapshot(KvReader& r);
   // Adopts a snapshot's view of other filers' ranges if it is not older than the one held.
   void ApplySnapshotLocked(const Snapshot& s, uint64_t q_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -121,9 +137,10 @@ class EventLog {
   const FilerOptions opts_;
   SequenceAllocator seq_;  // stores only this process opens
   std::string owner_;      // this filer's name on its ranges
-  std::mutex open_mu_;     // one range opening at a time
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // Lock order: trim_mu_, then open_mu_, then mu_, then seq_'s mutex (a leaf).
+  Mutex open_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one range opening at a time
+  mutable Mutex mu_;
+  CondVar cv_;
   uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<uint64_t> done_ ABSL_GUARDED_BY(mu_);  // completed seqs above published_
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
@@ -134,7 +151,7 @@ class EventLog {
   uint64_t known_q_ ABSL_GUARDED_BY(mu_) = 1;           // high-water mark of the latest snapshot
   std::set<uint64_t> remote_ ABSL_GUARDED_BY(mu_);      // other filers' open ranges (firsts)
   std::thread poller_;
-  std::mutex trim_mu_;  // one Trim at a time
+  Mutex trim_mu_ ABSL_ACQUIRED_BEFORE(open_mu_, mu_);  // one Trim at a time
 };
 
 // One subscriber's cursor over the log. Not thread-safe: one thread reads it.

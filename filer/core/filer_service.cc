@@ -55,10 +55,11 @@ absl::Status FilerService::Start() {
   RETURN_IF_ERROR(events_.Load());
   RETURN_IF_ERROR(gc_.Load());
   RETURN_IF_ERROR(LoadCounters());
+  RETURN_IF_ERROR(LoadJournalQueue());
   RETURN_IF_ERROR(EnsureRoot());
   start_mono_ns_ = clock_->MonoNs();
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     stopping_ = false;
   }
   if (opts_.background_loops) {
@@ -90,10 +91,10 @@ void FilerService::Stop() {
   for (int id : metric_callbacks_) MetricsRegistry::Default().RemoveCallback(id);
   metric_callbacks_.clear();
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     stopping_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
   if (maintenance_.joinable()) maintenance_.join();
   gc_.Stop();
   events_.Stop();
@@ -147,16 +148,14 @@ absl::Status FilerService::LoadCounters() {
   auto it = kv_->Scan(family, keys::PrefixEnd(family));
   for (; it->Valid(); it->Next()) {
     std::string_view key = it->key();
-    std::string_view v = it->value();
-    int64_t value = 0;
-    if (key.size() != 5 || !GetVarsint64(&v, &value)) return absl::DataLossError("corrupt counter");
-    uint32_t stripe = (static_cast<uint8_t>(key[1]) << 24) | (static_cast<uint8_t>(key[2]) << 16) |
-                      (static_cast<uint8_t>(key[3]) << 8) | static_cast<uint8_t>(key[4]);
+    auto value = DecodeCounter(it->value());
+    if (key.size() != 5 || !value.ok()) return absl::DataLossError("corrupt counter");
+    uint32_t stripe = keys::CounterStripe(key);
     if (stripe < n) {
-      counters_[stripe] = value;
+      counters_[stripe] = *value;
     } else {
       // Written with more lock stripes than now: fold it into stripe 0.
-      folded += value;
+      folded += *value;
       fix.Delete(key);
     }
   }
@@ -164,9 +163,7 @@ absl::Status FilerService::LoadCounters() {
   // Folding another filer's keys could race with its writes: only a store this process owns.
   if (fix.empty() || kv_->shared()) return absl::OkStatus();
   counters_[0] += folded;
-  std::string v;
-  PutVarsint64(&v, counters_[0].load());
-  fix.Put(keys::CounterKey(0), v);
+  fix.Put(keys::CounterKey(0), EncodeCounter(counters_[0].load()));
   return kv_->Write(fix, true);
 }
 
@@ -177,16 +174,14 @@ int64_t FilerService::InodeCount() {
     for (size_t i = 0; i < locks_.stripes(); ++i) sum += counters_[i].load(std::memory_order_relaxed);
     return sum;
   }
-  std::lock_guard lock(count_mu_);
+  MutexLock lock(count_mu_);
   int64_t now = clock_->MonoNs();
   if (count_at_mono_ns_ >= 0 && now - count_at_mono_ns_ < 1'000'000'000) return count_cache_;
   int64_t sum = 0;
   std::string family = keys::Family(keys::kCounter);
   auto it = kv_->Scan(family, keys::PrefixEnd(family));
   for (; it->Valid(); it->Next()) {
-    std::string_view v = it->value();
-    int64_t n = 0;
-    if (GetVarsint64(&v, &n)) sum += n;
+    if (auto n = DecodeCounter(it->value()); n.ok()) sum += *n;
   }
   if (!it->status().ok()) return count_cache_;
   count_cache_ = sum;
@@ -201,13 +196,15 @@ void FilerService::BackoffAfterConflict(int attempt) {
 }
 
 void FilerService::MaintenanceLoop() {
-  std::unique_lock lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   while (!stopping_) {
-    loop_cv_.wait_for(lock, opts_.maintenance_interval, [&] { return stopping_; });
+    auto due = std::chrono::steady_clock::now() + opts_.maintenance_interval;
+    while (!stopping_ && loop_cv_.WaitUntil(lock, due)) {
+    }
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     RunMaintenance();
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -241,6 +238,16 @@ void FilerService::RunMaintenance() {
     if (auto s = events_.Trim(); !s.ok()) spdlog::warn("filer: event trim: {}", s);
   }
   // Journaled bytes move to blobs on one filer too (two would write the same bytes twice).
+  // On a shared store the coordinator refills its queue from the store each round (one seek
+  // per inode with journaled bytes: commits through other filers queue only there), and the
+  // other filers keep none.
+  if (kv_->shared()) {
+    if (chores) {
+      if (auto s = LoadJournalQueue(); !s.ok()) spdlog::warn("filer: journal queue: {}", s);
+    } else {
+      ClearJournalQueue();
+    }
+  }
   if (chores) {
     int64_t horizon_ms = NowNs() / 1'000'000 - opts_.journal_age.count();
     if (auto s = MoveJournal(horizon_ms, opts_.journal_move_bytes); !s.ok()) {
@@ -283,10 +290,7 @@ absl::StatusOr<bool> FilerService::DirIsEmpty(uint64_t ino) {
 
 void FilerService::AddEntry(Mutation& m, InodeRecord& dir, std::string_view name,
                             const InodeRecord& rec) {
-  uint64_t cookie = dir.next_cookie++;
-  uint32_t type = rec.mode & S_IFMT;
-  m.batch().Put(keys::DentryKey(dir.ino, name), EncodeDentry({rec.ino, type, cookie}));
-  m.batch().Put(keys::DirIndexKey(dir.ino, cookie), EncodeDirIndex(rec.ino, type, name));
+  PutEntryRecords(m.batch(), dir.ino, name, rec, dir.next_cookie++);
 }
 
 void FilerService::RemoveEntry(Mutation& m, uint64_t parent, std::string_view name,
@@ -297,22 +301,15 @@ void FilerService::RemoveEntry(Mutation& m, uint64_t parent, std::string_view na
 
 void FilerService::RepointEntry(Mutation& m, uint64_t parent, std::string_view name,
                                 uint64_t cookie, const InodeRecord& rec) {
-  uint32_t type = rec.mode & S_IFMT;
-  m.batch().Put(keys::DentryKey(parent, name), EncodeDentry({rec.ino, type, cookie}));
-  m.batch().Put(keys::DirIndexKey(parent, cookie), EncodeDirIndex(rec.ino, type, name));
+  PutEntryRecords(m.batch(), parent, name, rec, cookie);
 }
 
-void FilerService::PutInode(Mutation& m, InodeRecord& rec) {
-  ++rec.version;
-  m.batch().Put(keys::InodeKey(rec.ino), EncodeInode(rec));
-}
+void FilerService::PutInode(Mutation& m, InodeRecord& rec) { PutInodeRecord(m.batch(), rec); }
 
 absl::Status FilerService::DropOrOrphan(Mutation& m, InodeRecord& rec) {
   ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), rec.ino));
   if (open) {
-    std::string v;
-    PutVarint64(&v, static_cast<uint64_t>(NowNs()));
-    m.batch().Put(keys::OrphanKey(rec.ino), v);
+    m.batch().Put(keys::OrphanKey(rec.ino), EncodeOrphan(NowNs()));
     PutInode(m, rec);
     return absl::OkStatus();
   }
@@ -400,17 +397,6 @@ absl::StatusOr<bool> FilerService::IsWithin(uint64_t dir, uint64_t ancestor) {
     dir = r.parent;
   }
   return absl::DataLossError("directory parent chain too deep (cycle?)");
-}
-
-Event FilerService::MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent,
-                              std::string_view name) {
-  Event e;
-  e.set_kind(kind);
-  e.set_ino(rec.ino);
-  e.set_parent(parent);
-  e.set_name(std::string(name));
-  *e.mutable_attr() = rec.ToAttr();
-  return e;
 }
 
 }  // namespace kelp::filer

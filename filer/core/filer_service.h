@@ -21,16 +21,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -48,6 +48,7 @@
 #include "filer/store/kv_store.h"
 #include "filer/store/records.h"
 #include "proto/filer.pb.h"
+#include "shared/mutex.h"
 #include "volume/client/blob_store.h"
 
 namespace kelp::filer {
@@ -213,7 +214,7 @@ class FilerService {
   }
   void BackoffAfterConflict(int attempt);
   void InvalidateInodeCount() {
-    std::lock_guard lock(count_mu_);
+    MutexLock lock(count_mu_);
     count_at_mono_ns_ = -1;
   }
 
@@ -229,7 +230,7 @@ class FilerService {
                             uint32_t flags);
   absl::Status RemoveXattrOnce(uint64_t ino, std::string_view name);
   absl::StatusOr<CommitChunksResponse> CommitChunksOnce(const CommitChunksRequest& req);
-  absl::StatusOr<Attr> WriteInlineOnce(uint64_t ino, std::string_view data, int64_t mtime_ns,
+  absl::StatusOr<Attr> WriteInlineOnce(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync,
                                        const SetAttrRequest* attrs);
   absl::Status PurgeOrphanOnce(uint64_t ino);
   // Drops a lapsed session and its opens; appends inodes nobody holds any more to *freed.
@@ -259,7 +260,6 @@ class FilerService {
   absl::Status PurgeOrphansIfUnused(const std::vector<uint64_t>& inos);
   // Is `dir` the directory `ancestor` or inside it? Walks parent pointers.
   absl::StatusOr<bool> IsWithin(uint64_t dir, uint64_t ancestor);
-  Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::string_view name);
   absl::Status TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size);
   // The bits of req other than SIZE (filer/client/set_attr.h).
   void ApplyAttrBits(InodeRecord& rec, const SetAttrRequest& req, int64_t now);
@@ -291,7 +291,7 @@ class FilerService {
   // Serialises cross-directory renames that move directories, so the "not into its own
   // subtree" walk cannot race with another such rename (Linux's s_vfs_rename_mutex).
   // Taken before any stripe.
-  std::mutex rename_mu_;
+  Mutex rename_mu_;
   SequenceAllocator inode_seq_;
   SequenceAllocator chunk_seq_;
   EventLog events_;
@@ -302,20 +302,40 @@ class FilerService {
   // store others change the keys too, so InodeCount() reads them back from the store.
   // Atomic only so InodeCount() can read them without the stripes.
   std::unique_ptr<std::atomic<int64_t>[]> counters_;
-  std::mutex count_mu_;
+  Mutex count_mu_;  // a leaf
   int64_t count_cache_ ABSL_GUARDED_BY(count_mu_) = 0;
   int64_t count_at_mono_ns_ ABSL_GUARDED_BY(count_mu_) = -1;
   std::atomic<size_t> session_count_{0};
   Counter* const txn_retries_;
   int64_t start_mono_ns_ = 0;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
+  // A leaf: guards the maintenance loop's stop flag only (released while maintenance runs).
+  Mutex loop_mu_;
+  CondVar loop_cv_;
   bool stopping_ ABSL_GUARDED_BY(loop_mu_) = false;
   std::thread maintenance_;
   std::atomic<bool> started_{false};
   std::vector<int> metric_callbacks_;  // MetricsRegistry::Default() ids, removed at Stop()
   std::atomic<volume::BlobStore*> blobs_{nullptr};
+
+  // Inodes with journaled bytes, by the commit time (ms) of their oldest J record, so
+  // MoveJournal reads only what is due (scanning the whole J family every second would read
+  // every journaled byte again and again). An inode is in due_ (with its time in
+  // journal_oldest_) from its first journaled commit until MoveJournal finds it has no J
+  // record left; both change only with the inode's lock held (journal.cc). Filled from the
+  // store at Start(), and on a shared store by the coordinator every maintenance round.
+  void NoteJournaledLocked(uint64_t ino, int64_t commit_ms);
+  // With ino's lock held: queues ino by its oldest J record, or forgets it when it has none.
+  absl::Status RequeueJournalLocked(uint64_t ino);
+  absl::Status LoadJournalQueue();
+  void ClearJournalQueue() {
+    MutexLock lock(journal_mu_);
+    journal_due_.clear();
+    journal_oldest_.clear();
+  }
+  Mutex journal_mu_;  // a leaf
+  std::set<std::pair<int64_t, uint64_t>> journal_due_ ABSL_GUARDED_BY(journal_mu_);
+  std::unordered_map<uint64_t, int64_t> journal_oldest_ ABSL_GUARDED_BY(journal_mu_);
 };
 
 template <typename F>

@@ -32,7 +32,7 @@ absl::Status GcWorker::Load() {
 }
 
 void GcWorker::Start() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stop_ = false;
   woken_ = pending_.load() > 0;
@@ -41,19 +41,19 @@ void GcWorker::Start() {
 
 void GcWorker::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void GcWorker::Wake() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     woken_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 absl::Status GcWorker::Enqueue(WriteBatch* batch, const std::vector<std::string>& fids,
@@ -75,7 +75,7 @@ int64_t GcWorker::BackoffMs(uint64_t attempts) const {
 }
 
 absl::StatusOr<size_t> GcWorker::RunOnce() {
-  std::lock_guard run(run_mu_);
+  MutexLock run(run_mu_);
   // Filers sharing a store leave the queue to the coordinator, which knows the volume servers.
   if (kv_->shared() && !cluster_->IsCoordinator()) return 0;
   uint64_t now_ms = static_cast<uint64_t>(clock_->WallNs() / 1'000'000);
@@ -143,16 +143,20 @@ absl::StatusOr<std::vector<GcValue>> GcWorker::Pending(size_t max) const {
 }
 
 void GcWorker::Loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, opts_.gc_idle_interval, [&] { return stop_ || woken_; });
+    auto idle_end = std::chrono::steady_clock::now() + opts_.gc_idle_interval;
+    while (!stop_ && !woken_ && cv_.WaitUntil(lock, idle_end)) {
+    }
     if (stop_) break;
     if (woken_) {
       // Let more garbage gather so it goes out in one batch.
-      cv_.wait_for(lock, opts_.gc_gather, [&] { return stop_; });
+      auto gathered = std::chrono::steady_clock::now() + opts_.gc_gather;
+      while (!stop_ && cv_.WaitUntil(lock, gathered)) {
+      }
       woken_ = false;
     }
-    lock.unlock();
+    lock.Unlock();
     for (;;) {
       auto n = RunOnce();
       if (!n.ok()) {
@@ -161,10 +165,10 @@ void GcWorker::Loop() {
       }
       // A full batch means more may be due.
       if (*n < opts_.gc_batch) break;
-      std::lock_guard check(mu_);
+      MutexLock check(mu_);
       if (stop_) break;
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 

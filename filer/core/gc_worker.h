@@ -15,9 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +28,7 @@
 #include "filer/store/sequence.h"
 #include "filer/store/kv_store.h"
 #include "filer/store/records.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -72,10 +71,13 @@ class GcWorker {
   Clock* const clock_;
   const FilerOptions opts_;
   SequenceAllocator seq_;
-  std::mutex run_mu_;
+  // One RunOnce at a time. It guards no field, and is held across RunOnce's store reads and
+  // volume deletes (that is its purpose); seq_'s mutex may be taken under it, mu_ never is.
+  Mutex run_mu_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  // A leaf: guards the loop's wake-up state only.
+  Mutex mu_;
+  CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool woken_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -1,7 +1,6 @@
 // Journaled chunks: the bytes of small writes an fsync committed with the metadata (one WAL
 // sync: docs/mount.md, "Durability") move to blobs in the background, keeping their chunk
 // records' seqs, so what a file reads never changes.
-#include <map>
 #include <vector>
 
 #include "filer/core/filer_service.h"
@@ -24,75 +23,144 @@ struct Piece {
 
 void FilerService::SetBlobStore(volume::BlobStore* blobs) { blobs_.store(blobs); }
 
+void FilerService::NoteJournaledLocked(uint64_t ino, int64_t commit_ms) {
+  MutexLock lock(journal_mu_);
+  if (journal_oldest_.emplace(ino, commit_ms).second) journal_due_.emplace(commit_ms, ino);
+}
+
+absl::Status FilerService::RequeueJournalLocked(uint64_t ino) {
+  std::string prefix = keys::JournalPrefix(ino);
+  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix), 1);
+  std::optional<int64_t> oldest;
+  if (it->Valid()) {
+    int64_t ms = 0;
+    std::string_view data;
+    // A record that does not decode is fsck's to report; it is due at once (and skipped).
+    if (!DecodeJournal(it->value(), &ms, &data).ok()) ms = 0;
+    oldest = ms;
+  }
+  RETURN_IF_ERROR(it->status());
+  MutexLock lock(journal_mu_);
+  if (auto old = journal_oldest_.find(ino); old != journal_oldest_.end()) {
+    journal_due_.erase({old->second, ino});
+    journal_oldest_.erase(old);
+  }
+  if (oldest) {
+    journal_oldest_[ino] = *oldest;
+    journal_due_.emplace(*oldest, ino);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FilerService::LoadJournalQueue() {
+  const std::string family = keys::Family(keys::kJournal);
+  const std::string end = keys::PrefixEnd(family);
+  std::string from = family;
+  // One seek per inode: its first (oldest) J record, then past its prefix.
+  while (true) {
+    auto it = kv_->Scan(from, end, 1);
+    if (!it->Valid()) return it->status();
+    uint64_t ino = keys::FirstU64(it->key());
+    int64_t ms = 0;
+    std::string_view data;
+    if (!DecodeJournal(it->value(), &ms, &data).ok()) ms = 0;
+    {
+      MutexLock lock(journal_mu_);
+      if (journal_oldest_.emplace(ino, ms).second) journal_due_.emplace(ms, ino);
+    }
+    from = keys::PrefixEnd(keys::JournalPrefix(ino));
+  }
+}
+
 absl::StatusOr<uint64_t> FilerService::MoveJournal(int64_t older_than_ms, uint64_t max_bytes) {
   volume::BlobStore* blobs = blobs_.load();
   if (blobs == nullptr) return 0;
-  // Gather old enough bytes, an inode at a time, up to max_bytes.
-  std::map<uint64_t, std::pair<std::string, std::vector<Piece>>> by_ino;
-  uint64_t gathered = 0;
-  {
-    std::string family = keys::Family(keys::kJournal);
-    auto it = kv_->Scan(family, keys::PrefixEnd(family));
-    uint64_t current = 0;
-    for (; it->Valid(); it->Next()) {
-      uint64_t ino = keys::FirstU64(it->key());
-      if (ino != current && gathered >= max_bytes) break;
-      current = ino;
-      int64_t ms;
-      std::string_view data;
-      if (!DecodeJournal(it->value(), &ms, &data).ok() || ms > older_than_ms) continue;
-      auto& [blob, pieces] = by_ino[ino];
-      pieces.push_back(Piece{keys::SecondU64(it->key()), blob.size(), data.size()});
-      blob.append(data);
-      gathered += data.size();
+  uint64_t gathered = 0, moved = 0;
+  absl::Status failed;
+  while (gathered < max_bytes && failed.ok()) {
+    uint64_t ino;
+    {
+      MutexLock lock(journal_mu_);
+      if (journal_due_.empty() || journal_due_.begin()->first > older_than_ms) break;
+      ino = journal_due_.begin()->second;
+      journal_due_.erase(journal_due_.begin());  // journal_oldest_ keeps it: commits don't requeue it
     }
-    RETURN_IF_ERROR(it->status());
-  }
-  uint64_t moved = 0;
-  for (auto& [ino, group] : by_ino) {
-    auto& [blob, pieces] = group;
-    // Durable before any record points at it: the records are what an fsync acknowledged.
-    auto fid = blobs->Put(blob, /*fsync=*/true);
-    if (!fid.ok()) {
-      spdlog::warn("filer: moving {} journaled bytes of inode {} to a blob: {}", blob.size(), ino, fid.status());
-      continue;
-    }
-    // One transaction per inode (a commit through another filer may change it meanwhile).
-    auto committed = Transact([&]() -> absl::StatusOr<uint64_t> {
+    // The inode's due bytes. Seqs grow with time, so its J records in key order are in commit
+    // order: the first one too young ends the scan.
+    std::string blob;
+    std::vector<Piece> pieces;
+    {
       auto guard = locks_.Lock({ino});
-      auto rec = LoadInode(ino);
-      Mutation m(this, guard);
-      uint64_t n = 0;
-      bool used = false;
-      if (rec.ok()) {
-        for (const Piece& p : pieces) {
-          std::string ckey = keys::ChunkKey(ino, p.seq);
-          auto v = rd().Get(ckey);
-          if (!v.ok()) continue;  // dropped since (truncate, compaction, purge)
-          auto c = DecodeChunk(p.seq, *v);
-          // A truncate may have shortened it: its bytes are then a prefix of ours.
-          if (!c.ok() || !c->fid().empty() || c->size() > p.size) continue;
-          c->set_fid(*fid);
-          c->set_blob_offset(p.blob_offset);
-          c->set_blob_size(blob.size());
-          m.batch().Put(ckey, EncodeChunk(*c));
-          m.batch().Delete(keys::JournalKey(ino, p.seq));
-          --rec->journal_count;
-          n += c->size();
-          used = true;
+      std::string prefix = keys::JournalPrefix(ino);
+      auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+      for (; it->Valid(); it->Next()) {
+        int64_t ms;
+        std::string_view data;
+        if (!DecodeJournal(it->value(), &ms, &data).ok()) continue;  // fsck reports it
+        if (ms > older_than_ms || (!pieces.empty() && gathered + blob.size() + data.size() > max_bytes)) break;
+        pieces.push_back(Piece{keys::SecondU64(it->key()), blob.size(), data.size()});
+        blob.append(data);
+      }
+      failed = it->status();
+    }
+    gathered += blob.size();
+    absl::StatusOr<std::string> fid;
+    if (failed.ok() && !pieces.empty()) {
+      // Durable before any record points at it: the records are what an fsync acknowledged.
+      fid = blobs->Put(blob, /*fsync=*/true);
+      if (!fid.ok()) {
+        spdlog::warn("filer: moving {} journaled bytes of inode {} to a blob: {}", blob.size(), ino, fid.status());
+        failed = fid.status();  // the volume servers are not there: the next round tries again
+      }
+    }
+    if (failed.ok() && !pieces.empty()) {
+      // One transaction per inode (a commit through another filer may change it meanwhile).
+      auto committed = Transact([&]() -> absl::StatusOr<uint64_t> {
+        auto guard = locks_.Lock({ino});
+        auto rec = LoadInode(ino);
+        Mutation m(this, guard);
+        uint64_t n = 0;
+        bool used = false;
+        if (rec.ok()) {
+          for (const Piece& p : pieces) {
+            std::string ckey = keys::ChunkKey(ino, p.seq);
+            auto v = rd().Get(ckey);
+            if (!v.ok()) continue;  // dropped since (truncate, compaction, purge)
+            auto c = DecodeChunk(p.seq, *v);
+            // A truncate may have shortened it: its bytes are then a prefix of ours.
+            if (!c.ok() || !c->fid().empty() || c->size() > p.size) continue;
+            c->set_fid(*fid);
+            c->set_blob_offset(p.blob_offset);
+            c->set_blob_size(blob.size());
+            m.batch().Put(ckey, EncodeChunk(*c));
+            m.batch().Delete(keys::JournalKey(ino, p.seq));
+            --rec->journal_count;
+            n += c->size();
+            used = true;
+          }
         }
-      }
-      if (used) {
-        PutInode(m, *rec);
+        if (used) {
+          PutInode(m, *rec);
+        } else {
+          m.Collect({*fid}, ino);
+        }
+        RETURN_IF_ERROR(m.Commit());
+        return n;
+      });
+      if (committed.ok()) {
+        moved += *committed;
       } else {
-        m.Collect({*fid}, ino);
+        failed = committed.status();
       }
-      RETURN_IF_ERROR(m.Commit());
-      return n;
-    });
-    RETURN_IF_ERROR(committed.status());
-    moved += *committed;
+    }
+    // Queued again by what is left. On a store of its own no commit of this inode slips in
+    // (its lock is held); on a shared store the coordinator refills the queue from the store
+    // every round (RunMaintenance), which catches other filers' commits.
+    auto guard = locks_.Lock({ino});
+    absl::Status r = RequeueJournalLocked(ino);
+    if (failed.ok()) failed = r;
   }
+  if (!failed.ok()) return failed;
   return moved;
 }
 

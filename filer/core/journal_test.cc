@@ -2,12 +2,12 @@
 // family with the metadata, read back through GetChunks, trimmed and dropped with the file,
 // and moved to blobs in the background with their seqs unchanged.
 #include <map>
-#include <mutex>
 
 #include "filer/client/chunk_intervals.h"
 #include "filer/client/limits.h"
 #include "filer/core/test_util.h"
 #include "filer/store/keys.h"
+#include "shared/mutex.h"
 #include "volume/client/blob_store.h"
 
 using namespace kelp::filer;
@@ -20,7 +20,7 @@ namespace {
 class MemBlobs : public kelp::volume::BlobStore {
  public:
   absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override {
-    std::lock_guard lock(mu_);
+    kelp::MutexLock lock(mu_);
     if (fail) return kelp::PosixError(EIO, "volume server down");
     std::string fid = Fid(1000 + blobs_.size());
     blobs_[fid] = std::string(data);
@@ -31,7 +31,7 @@ class MemBlobs : public kelp::volume::BlobStore {
                    const kelp::volume::ByteSink& sink) override {
     std::string bytes;
     {
-      std::lock_guard lock(mu_);
+      kelp::MutexLock lock(mu_);
       auto it = blobs_.find(std::string(fid));
       if (it == blobs_.end()) return kelp::PosixError(EIO, "no such blob");
       if (offset + length > it->second.size()) return kelp::PosixError(EIO, "past the blob's end");
@@ -43,19 +43,19 @@ class MemBlobs : public kelp::volume::BlobStore {
   void Discard(const std::vector<std::string>&) override {}
 
   size_t puts() {
-    std::lock_guard lock(mu_);
+    kelp::MutexLock lock(mu_);
     return blobs_.size();
   }
   size_t fsyncs() {
-    std::lock_guard lock(mu_);
+    kelp::MutexLock lock(mu_);
     return fsyncs_;
   }
   bool fail = false;
 
  private:
-  std::mutex mu_;
-  std::map<std::string, std::string> blobs_;
-  size_t fsyncs_ = 0;
+  kelp::Mutex mu_;
+  std::map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mu_);
+  size_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 Chunk Journaled(uint64_t offset, const std::string& data) {
@@ -191,7 +191,7 @@ TEST_CASE("old journaled bytes move to one durable blob per inode, with their se
   CHECK(*h.fs->MoveJournal(committed_ms - 1, 1 << 20) == 0);
   // A volume server down: nothing lost, tried again later.
   blobs.fail = true;
-  CHECK(*h.fs->MoveJournal(committed_ms, 1 << 20) == 0);
+  CHECK(Err(h.fs->MoveJournal(committed_ms, 1 << 20)) == EIO);
   CHECK(JournalKeys(h, f) == 2);
   blobs.fail = false;
 
@@ -212,6 +212,45 @@ TEST_CASE("old journaled bytes move to one durable blob per inode, with their se
   CHECK(Content(h, f, &blobs) == want_f);
   CHECK(Content(h, g, &blobs) == want_g);
   CHECK(want_f == "aaBB");
+  h.RequireConsistent();
+}
+
+TEST_CASE("journaled bytes left at a restart still move") {
+  Harness h("rocksdb");
+  MemBlobs blobs;
+  uint64_t f = h.Mkfile(1, "f");
+  uint64_t g = h.Mkfile(1, "g");
+  REQUIRE(Commit(h, f, {Journaled(0, "before")}).ok());
+  REQUIRE(Commit(h, g, {Journaled(0, "the restart")}).ok());
+  int64_t committed_ms = h.clock.WallNs() / 1'000'000;
+  h.Restart();
+  h.fs->SetBlobStore(&blobs);
+  CHECK(*h.fs->MoveJournal(committed_ms, 1 << 20) == 17);
+  CHECK(JournalKeys(h, f) + JournalKeys(h, g) == 0);
+  CHECK(Content(h, g, &blobs) == "the restart");
+  h.RequireConsistent();
+}
+
+TEST_CASE("a round moves about max_bytes, oldest first, and the rest later") {
+  Harness h(KELP_BACKENDS);
+  MemBlobs blobs;
+  h.fs->SetBlobStore(&blobs);
+  uint64_t f = h.Mkfile(1, "f");
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(Commit(h, f, {Journaled(i * 100, std::string(100, 'a' + i))}).ok());
+    h.clock.Advance(1ms);
+  }
+  int64_t now_ms = h.clock.WallNs() / 1'000'000;
+  CHECK(*h.fs->MoveJournal(now_ms - 6, 350) == 400);  // the 4 oldest of the 5 due
+  CHECK(JournalKeys(h, f) == 6);
+  CHECK(*h.fs->MoveJournal(now_ms - 6, 1 << 20) == 100);  // the fifth; the rest is younger
+  CHECK(JournalKeys(h, f) == 5);
+  CHECK(*h.fs->MoveJournal(now_ms, 1 << 20) == 500);
+  CHECK(JournalKeys(h, f) == 0);
+  std::string want;
+  for (int i = 0; i < 10; ++i) want += std::string(100, 'a' + i);
+  CHECK(Content(h, f, &blobs) == want);
+  CHECK(blobs.puts() == 4);  // 300 + 100 bytes in the first call (two rounds), then one each
   h.RequireConsistent();
 }
 

@@ -14,8 +14,9 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -52,7 +53,7 @@ class LockTable {
 
  private:
   const size_t n_;
-  std::unique_ptr<std::mutex[]> mu_;
+  std::unique_ptr<Mutex[]> mu_;
 };
 
 }  // namespace kelp::filer

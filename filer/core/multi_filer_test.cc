@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -16,6 +15,7 @@
 #include "filer/store/copy.h"
 #include "filer/store/pg_kv_store.h"
 #include "filer/store/testing/pg_test_server.h"
+#include "shared/mutex.h"
 #include "shared/strings.h"
 
 using namespace kelp::filer;
@@ -126,7 +126,7 @@ TEST_CASE("two filers: concurrent creates in one directory lose nothing, inode n
   uint64_t d = t.a->Create(File(1, "shared", true))->ino();
   const int threads = 4, files = 60, dirs = 10;
   std::vector<std::thread> ts;
-  std::mutex mu;
+  kelp::Mutex mu;
   std::vector<std::string> errors;
   std::set<uint64_t> inos;
   for (int th = 0; th < threads; ++th) {
@@ -134,7 +134,7 @@ TEST_CASE("two filers: concurrent creates in one directory lose nothing, inode n
       FilerService& fs = t.fs(th % 2);
       for (int i = 0; i < files + dirs; ++i) {
         auto r = fs.Create(File(d, kelp::StrCat("t", th, "-", i), i >= files));
-        std::lock_guard lock(mu);
+        kelp::MutexLock lock(mu);
         if (!r.ok()) {
           errors.push_back(r.status().ToString());
         } else if (!inos.insert(r->ino()).second) {
@@ -180,7 +180,7 @@ TEST_CASE("two filers: random concurrent mutations keep dentries, inodes and nli
   const std::vector<std::string> names = {"a", "b", "c", "d", "e", "f"};
   const std::set<int> expected = {ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, EINVAL, EPERM};
   std::atomic<int> unexpected{0}, ok{0};
-  std::mutex mu;
+  kelp::Mutex mu;
   std::vector<std::string> surprises;
   std::vector<std::thread> ts;
   const int per_thread = 200;
@@ -219,7 +219,7 @@ TEST_CASE("two filers: random concurrent mutations keep dentries, inodes and nli
           ++ok;
         } else if (!expected.count(kelp::ErrnoOf(s))) {
           ++unexpected;
-          std::lock_guard lock(mu);
+          kelp::MutexLock lock(mu);
           surprises.push_back(s.ToString());
         }
       }

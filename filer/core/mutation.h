@@ -30,10 +30,11 @@ class Mutation {
   // Inodes created (+) or purged (-).
   void AdjustInodes(int64_t delta) { inode_delta_ += delta; }
 
-  // Writes everything, through the operation's transaction (FilerService::Transact), unsynced:
-  // callers sync after dropping their locks when asked to. A conflict (IsConflict) means the
-  // whole operation must run again.
-  absl::Status Commit();
+  // Writes everything, through the operation's transaction (FilerService::Transact) when there
+  // is one. sync: the WAL is synced up to this write before it returns (a synced write rather
+  // than a write and a Sync(): concurrent synced writes share one WAL fsync; on PostgreSQL a
+  // synchronous commit). A conflict (IsConflict) means the whole operation must run again.
+  absl::Status Commit(bool sync = false);
 
  private:
   FilerService* const fs_;

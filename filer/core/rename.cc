@@ -51,7 +51,7 @@ absl::StatusOr<RenameResult> FilerService::RenameOnce(uint64_t parent, std::stri
     // time keeps the subtree check below true until the batch is written.
     bool moves_dir = parent != new_parent &&
                      (src0->type == S_IFDIR || (dst0 && dst0->type == S_IFDIR));
-    std::unique_lock<std::mutex> tree_lock(rename_mu_, std::defer_lock);
+    std::unique_lock<Mutex> tree_lock(rename_mu_, std::defer_lock);
     if (moves_dir) tree_lock.lock();
     auto guard = locks_.Lock({parent, new_parent, src0->ino, dst0 ? dst0->ino : 0});
     ASSIGN_OR_RETURN(auto src, LoadDentry(parent, name));

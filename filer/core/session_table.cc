@@ -53,13 +53,13 @@ std::string SessionTable::Key(std::string_view id) { return keys::SessionKey(id)
 
 void SessionTable::PutSession(WriteBatch& b, std::string_view id, std::string_view client) {
   b.Put(keys::SessionKey(id), EncodeSession(NowMs() + timeout_ms_, client));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   known_[std::string(id)] = clock_->MonoNs() + std::min(kKnownMs, timeout_ms_ / 10) * 1'000'000;
 }
 
 absl::StatusOr<bool> SessionTable::Exists(KvReader& r, std::string_view id) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = known_.find(std::string(id));
     if (it != known_.end()) {
       if (it->second > clock_->MonoNs()) return true;
@@ -68,7 +68,7 @@ absl::StatusOr<bool> SessionTable::Exists(KvReader& r, std::string_view id) {
   }
   ASSIGN_OR_RETURN(bool alive, Alive(r, id));
   if (!alive) return false;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   known_[std::string(id)] = clock_->MonoNs() + std::min(kKnownMs, timeout_ms_ / 10) * 1'000'000;
   return true;
 }
@@ -146,7 +146,7 @@ void SessionTable::DropOpens(WriteBatch& b, std::string_view id, const std::vect
 
 void SessionTable::DropSession(WriteBatch& b, std::string_view id) {
   b.Delete(keys::SessionKey(id));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   known_.erase(std::string(id));
 }
 

@@ -16,7 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "filer/core/clock.h"
 #include "filer/store/kv_store.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -75,7 +76,7 @@ class SessionTable {
  private:
   Clock* const clock_;
   const int64_t timeout_ms_;
-  std::mutex mu_;
+  Mutex mu_;
   // Sessions seen alive, with when (mono ns) that stops counting.
   std::unordered_map<std::string, int64_t> known_ ABSL_GUARDED_BY(mu_);
 };

@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -23,7 +22,9 @@
 #include "filer/core/filer_service.h"
 #include "filer/store/kv_store.h"
 #include "shared/file_id.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
+#include "shared/testing/temp_dir.h"
 
 namespace kelp::filer::testing {
 
@@ -55,7 +56,7 @@ bool WaitForCondition(Pred pred, std::chrono::milliseconds timeout) {
 class FakeCluster : public ClusterApi {
  public:
   absl::StatusOr<cluster::AssignResponse> Assign(const cluster::AssignRequest& req) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cluster::AssignResponse r;
     r.set_fid(Fid(++next_key_));
     r.set_count(req.count() == 0 ? 1 : req.count());
@@ -83,7 +84,7 @@ class FakeCluster : public ClusterApi {
   std::vector<absl::Status> DeleteBlobs(const std::vector<std::string>& fids) override {
     std::vector<absl::Status> out;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++delete_calls_;
       for (const auto& f : fids) {
         if (fail_) {
@@ -94,33 +95,35 @@ class FakeCluster : public ClusterApi {
         }
       }
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     return out;
   }
 
   void SetFail(bool fail) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     fail_ = fail;
   }
   std::vector<std::string> deleted() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return deleted_;
   }
   int delete_calls() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return delete_calls_;
   }
   // Waits (without polling) until fid was deleted.
   bool WaitDeleted(const std::string& fid, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] {
-      return std::find(deleted_.begin(), deleted_.end(), fid) != deleted_.end();
-    });
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    MutexLock lock(mu_);
+    auto deleted = [&] { return std::find(deleted_.begin(), deleted_.end(), fid) != deleted_.end(); };
+    while (!deleted() && cv_.WaitUntil(lock, deadline)) {
+    }
+    return deleted();
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   uint64_t next_key_ = 1000;
   bool fail_ = false;
   std::vector<std::string> deleted_;
@@ -209,10 +212,6 @@ class Harness {
       : backend_(std::move(backend)) {
     opts_ = TestOptions(&clock);
     if (tweak) tweak(opts_);
-    static std::atomic<int> n{0};
-    dir_ = std::filesystem::temp_directory_path() /
-           ("kelp-filer-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    std::filesystem::remove_all(dir_);
     OpenStore();
     Boot();
   }
@@ -220,7 +219,6 @@ class Harness {
     fs.reset();
     counting.reset();
     kv.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   // Stops the service and, for RocksDB, closes the store; then opens both again, as a filer
@@ -323,7 +321,8 @@ class Harness {
 
   std::string backend_;
   FilerOptions opts_;
-  std::filesystem::path dir_;
+  kelp::testing::TempDir tmp_{"kelp-filer-test"};  // removed after the store is closed
+  std::filesystem::path dir_{tmp_.path()};
 };
 
 // The errno of a status or StatusOr.

@@ -342,9 +342,7 @@ TEST_CASE("bad events, extra directory names and counters are repaired") {
   er.next_cookie = 2;
   PutRec(h, er);
   REQUIRE(h.kv->Put(keys::EventKey(1'000'000), "garbage").ok());
-  std::string delta;
-  PutVarsint64(&delta, 5);
-  REQUIRE(h.kv->Put(keys::CounterKey(9), delta).ok());
+  REQUIRE(h.kv->Put(keys::CounterKey(9), EncodeCounter(5)).ok());
   auto kinds = Kinds(*h.kv);
   CHECK(Has(kinds, ProblemKind::kDirExtraName));
   CHECK(Has(kinds, ProblemKind::kEventBad));

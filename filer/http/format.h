@@ -1,4 +1,4 @@
-// Small encoders the HTTP dialects share: JSON strings, Go's os.FileMode bits (both
+// Small encoders the HTTP dialects share: JSON strings (shared/json.h), Go's os.FileMode bits (both
 // SeaweedFS and AGFS are written in Go and expose modes that way), RFC 3339 and HTTP dates,
 // and a Content-Type guessed from a file name. Pure functions; thread-safe.
 #pragma once
@@ -7,12 +7,9 @@
 #include <string>
 #include <string_view>
 
-namespace kelp::filer {
+#include "shared/json.h"  // JsonString, AppendJsonString
 
-// Appends s as a JSON string literal, quotes included. Bytes that are not valid UTF-8 are
-// replaced with U+FFFD, as Go's encoder does.
-void AppendJsonString(std::string* out, std::string_view s);
-std::string JsonString(std::string_view s);
+namespace kelp::filer {
 
 // POSIX st_mode (S_IFMT type bits + permissions) as Go's os.FileMode: permissions in the
 // low 9 bits, the type and setuid/setgid/sticky as Go's high bits (a directory 0755 is

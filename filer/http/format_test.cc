@@ -8,14 +8,6 @@
 
 using namespace kelp::filer;
 
-TEST_CASE("JSON strings escape what they must and keep UTF-8") {
-  CHECK(JsonString("plain") == "\"plain\"");
-  CHECK(JsonString("a\"b\\c\n\t\x01") == "\"a\\\"b\\\\c\\n\\t\\u0001\"");
-  CHECK(JsonString("h\xC3\xA9llo \xE2\x82\xAC") == "\"h\xC3\xA9llo \xE2\x82\xAC\"");
-  CHECK(JsonString("bad \xFF byte") == "\"bad \xEF\xBF\xBD byte\"");
-  CHECK(JsonString("cut \xE2\x82") == "\"cut \xEF\xBF\xBD\xEF\xBF\xBD\"");
-}
-
 TEST_CASE("modes as Go's os.FileMode") {
   CHECK(GoFileMode(S_IFREG | 0644) == 420);
   CHECK(GoFileMode(S_IFDIR | 0755) == 2147484141u);

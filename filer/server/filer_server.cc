@@ -72,6 +72,7 @@ FilerServer::~FilerServer() { Stop(); }
 absl::Status FilerServer::Start() {
   StoreOptions store = opts_.store;
   if (store.kind == "rocksdb" && store.dir.empty()) store.dir = (std::filesystem::path(opts_.dir) / "meta").string();
+  store.rocks.testing_power_cut = opts_.testing_power_cut;
   ASSIGN_OR_RETURN(kv_, OpenKvStore(store));
 
   admin_ = NewGrpcVolumeAdmin();
@@ -122,6 +123,7 @@ absl::Status FilerServer::Start() {
   ropts.worker_threads = std::max(1, opts_.rpc_workers);
   ropts.name = "filer-rpc";
   ropts.metric_prefix = "kelp_filer_rpc";
+  ASSIGN_OR_RETURN(ropts.tls, security::ServerSslCtx(security::kFilerComponent));  // null: plaintext
   rpc_ = std::make_unique<rpc::Server>(ropts, rpc_service_->service());
   RETURN_IF_ERROR(rpc_->Start());
 

@@ -63,6 +63,8 @@ struct FilerServerOptions {
   FilerHttpOptions http;
   // The namespace core's options (sessions, GC, event retention...).
   FilerOptions core;
+  // Testing only (-testing.powerCut): see RocksKvOptions::testing_power_cut. Default: false.
+  bool testing_power_cut = false;
 };
 
 class FilerServer {

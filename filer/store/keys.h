@@ -69,6 +69,13 @@ inline std::string CounterKey(uint32_t stripe) {
   return k;
 }
 
+// The stripe of a CounterKey (0 if the key is too short).
+inline uint32_t CounterStripe(std::string_view key) {
+  uint32_t v = 0;
+  for (size_t i = 1; i < 5 && i < key.size(); ++i) v = (v << 8) | static_cast<uint8_t>(key[i]);
+  return key.size() >= 5 ? v : 0;
+}
+
 inline std::string InodeKey(uint64_t ino) { return WithIno(kInode, ino); }
 
 inline std::string DentryKey(uint64_t parent, std::string_view name) {

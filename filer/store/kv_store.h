@@ -145,6 +145,10 @@ struct RocksKvOptions {
   // Memory for memtables (RocksDB's OptimizeLevelStyleCompaction budget), in bytes.
   // Default: 256 MiB.
   size_t memtable_budget_bytes = 256ULL << 20;
+  // Testing only (-testing.powerCut): RocksDB keeps unsynced WAL records in this process's
+  // buffer (manual_wal_flush) instead of handing each to the OS, so a kill -9 loses what a
+  // power cut would: every write not covered by a synced write or Sync(). Default: false.
+  bool testing_power_cut = false;
 };
 
 // Opens (creating if needed) a RocksDB store in dir.

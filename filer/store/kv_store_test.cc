@@ -1,25 +1,20 @@
 #include "filer/store/kv_store.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include <catch2/catch.hpp>
 
 #include "filer/store/testing/kv_conformance.h"
 #include "shared/metrics.h"
+#include "shared/testing/temp_dir.h"
 
 using namespace kelp::filer;
 using kelp::filer::testing::KvBackend;
 using kelp::filer::testing::RunKvConformance;
-
-namespace {
-
-std::filesystem::path TempPath(const std::string& name) {
-  return std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()));
-}
-
-}  // namespace
 
 TEST_CASE("kv conformance: memory") {
   RunKvConformance(KvBackend{[] { return NewMemoryKvStore(); }, nullptr});
@@ -30,21 +25,19 @@ TEST_CASE("kv conformance: memory, shared (validating transactions)") {
 }
 
 TEST_CASE("kv conformance: rocksdb") {
-  auto dir = TempPath("kelp-kv-conf");
-  std::filesystem::remove_all(dir);
+  kelp::testing::TempDir tmp("kelp-kv-conf");
+  const std::string dir = tmp.file("db");
   RunKvConformance(KvBackend{[&] {
                                std::filesystem::remove_all(dir);
-                               return std::move(*OpenRocksKvStore(dir.string()));
+                               return std::move(*OpenRocksKvStore(dir));
                              },
-                             [&] { return std::move(*OpenRocksKvStore(dir.string())); }});
-  std::filesystem::remove_all(dir);
+                             [&] { return std::move(*OpenRocksKvStore(dir)); }});
 }
 
 TEST_CASE("rocksdb: a sync with nothing written since the last one does not touch the WAL") {
-  auto dir = TempPath("kelp-kv-sync");
-  std::filesystem::remove_all(dir);
+  kelp::testing::TempDir tmp("kelp-kv-sync");
   {
-    auto kv = OpenRocksKvStore(dir.string());
+    auto kv = OpenRocksKvStore(tmp.path());
     REQUIRE(kv.ok());
     kelp::Counter* syncs = kelp::MetricsRegistry::Default().GetCounter("kelp_filer_wal_syncs_total", "");
     uint64_t n0 = syncs->value();
@@ -63,5 +56,55 @@ TEST_CASE("rocksdb: a sync with nothing written since the last one does not touc
     REQUIRE((*kv)->Sync().ok());
     CHECK(syncs->value() == n0 + 3);
   }
+}
+
+namespace {
+
+// Runs `writes` against a RocksDB store at dir in a child process that then dies without
+// closing it (as kill -9 would), and returns what a reopen finds of keys k1..k4.
+std::string WritesThenDie(const std::filesystem::path& dir, bool power_cut,
+                          const std::function<bool(KvStore&)>& writes) {
   std::filesystem::remove_all(dir);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    RocksKvOptions o;
+    o.testing_power_cut = power_cut;
+    auto kv = OpenRocksKvStore(dir.string(), o);
+    if (!kv.ok()) _exit(1);
+    _exit(writes(**kv) ? 0 : 1);  // no destructor: nothing is flushed on the way out
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  auto kv = OpenRocksKvStore(dir.string());
+  REQUIRE(kv.ok());
+  std::string found;
+  for (const char* k : {"k1", "k2", "k3", "k4"}) {
+    if ((*kv)->Get(k).ok()) found += k;
+  }
+  kv->reset();
+  std::filesystem::remove_all(dir);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("rocksdb testing_power_cut: a process death loses exactly the writes no sync covered") {
+  auto dir = std::filesystem::temp_directory_path() / ("kelp-kv-cut-" + std::to_string(getpid()));
+  // In the child: no REQUIRE (a failure must end the child, not run Catch there).
+  auto synced_then_not = [](KvStore& kv) {
+    return kv.Put("k1", "1").ok() && kv.Put("k2", "2", /*sync=*/true).ok() &&  // covers k1
+           kv.Put("k3", "3").ok();
+  };
+  auto sync_call = [](KvStore& kv) {
+    return kv.Put("k1", "1").ok() && kv.Put("k2", "2").ok() && kv.Sync().ok() &&
+           kv.Put("k3", "3").ok() && kv.Put("k4", "4").ok();
+  };
+  CHECK(WritesThenDie(dir, true, synced_then_not) == "k1k2");
+  CHECK(WritesThenDie(dir, true, sync_call) == "k1k2");
+  // Without it, every write reached the OS, so a process death (unlike a power cut) loses none.
+  CHECK(WritesThenDie(dir, false, synced_then_not) == "k1k2k3");
+  CHECK(WritesThenDie(dir, false, sync_call) == "k1k2k3k4");
 }

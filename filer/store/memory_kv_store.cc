@@ -7,10 +7,10 @@
 // of it, else answers a conflict. That is serializable, as the SQL backends are, and lets
 // tests run two FilerServices over one store.
 #include <map>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "filer/store/kv_store.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 namespace {
@@ -36,26 +36,26 @@ class MemoryKvStore : public KvStore {
   explicit MemoryKvStore(bool shared) : shared_(shared) {}
 
   absl::StatusOr<std::string> Get(std::string_view key) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return GetLocked(key);
   }
 
   absl::Status Write(const WriteBatch& batch, bool) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return ApplyLocked(batch);
   }
 
   using KvStore::Scan;
   std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
                                    size_t limit_hint) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return std::make_unique<MemoryIterator>(ScanLocked(begin, end, limit_hint));
   }
 
   absl::Status Sync() override { return absl::OkStatus(); }
 
   uint64_t ApproximateSize() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     uint64_t n = 0;
     for (const auto& [k, v] : map_) n += k.size() + v.size();
     return n;
@@ -149,7 +149,7 @@ class MemoryKvStore : public KvStore {
   };
 
   const bool shared_;
-  std::mutex mu_;
+  Mutex mu_;
   std::map<std::string, std::string, std::less<>> map_ ABSL_GUARDED_BY(mu_);
   // Shared mode: the commit that last wrote each key, and range deletes, for validation.
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
@@ -160,12 +160,12 @@ class MemoryKvStore : public KvStore {
 class OccTxn : public KvTxn {
  public:
   explicit OccTxn(MemoryKvStore* kv) : kv_(kv) {
-    std::lock_guard lock(kv_->mu_);
+    MutexLock lock(kv_->mu_);
     start_ = kv_->version_;
   }
 
   absl::StatusOr<std::string> Get(std::string_view key) override {
-    std::lock_guard lock(kv_->mu_);
+    MutexLock lock(kv_->mu_);
     if (!committed_) reads_.push_back({std::string(key), std::nullopt});
     return kv_->GetLocked(key);
   }
@@ -173,7 +173,7 @@ class OccTxn : public KvTxn {
   using KvTxn::Scan;
   std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
                                    size_t limit_hint) override {
-    std::lock_guard lock(kv_->mu_);
+    MutexLock lock(kv_->mu_);
     Items items = kv_->ScanLocked(begin, end, limit_hint);
     if (!committed_) {
       // What the caller could have seen: up to the last item when the hint cut the scan short.
@@ -185,7 +185,7 @@ class OccTxn : public KvTxn {
   }
 
   absl::Status Commit(const WriteBatch& batch, bool) override {
-    std::lock_guard lock(kv_->mu_);
+    MutexLock lock(kv_->mu_);
     if (committed_) return absl::FailedPreconditionError("transaction already committed");
     committed_ = true;
     for (const auto& r : reads_) {

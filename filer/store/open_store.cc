@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenKvStore(const StoreOptions& o) {
     std::error_code ec;
     std::filesystem::create_directories(o.dir, ec);
     if (ec) return absl::FailedPreconditionError(StrCat("cannot create ", o.dir, ": ", ec.message()));
-    return OpenRocksKvStore(o.dir);
+    return OpenRocksKvStore(o.dir, o.rocks);
   }
   if (o.kind == "postgres" || o.kind == "postgresql") {
     if (o.connections < 1) return absl::InvalidArgumentError("-store.connections must be at least 1");

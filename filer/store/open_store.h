@@ -18,6 +18,8 @@ struct StoreOptions {
   std::string kind = "rocksdb";
   // RocksDB: the store's directory.
   std::string dir;
+  // RocksDB: options of the embedded store (testing_power_cut).
+  RocksKvOptions rocks;
   // postgres: libpq connection string or URL.
   std::string dsn;
   // postgres: the table holding this namespace. Default: kelp.

@@ -14,8 +14,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -24,6 +22,7 @@
 #include "filer/store/coding.h"
 #include "shared/log.h"
 #include "shared/metrics.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -354,12 +353,12 @@ class PgKvStore : public KvStore {
             "kelp_filer_store_conflicts_total",
             "Store transactions that lost to a concurrent change and were retried (SQLSTATE 40001/40P01)")) {}
   ~PgKvStore() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     idle_.clear();
   }
 
   absl::StatusOr<Lease> Acquire() {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     for (;;) {
       if (!idle_.empty()) {
         auto c = std::move(idle_.back());
@@ -368,15 +367,15 @@ class PgKvStore : public KvStore {
         return Lease(this, std::move(c));
       }
       if (open_ < opts_.connections || tls_held > 0) break;
-      cv_.wait(lock);
+      cv_.Wait(lock);
     }
     ++open_;
-    lock.unlock();
+    lock.Unlock();
     auto c = PgConn::Connect(opts_.dsn, flavor_, table_, opts_.async_commit);
     if (!c.ok()) {
-      std::lock_guard l(mu_);
+      MutexLock l(mu_);
       --open_;
-      cv_.notify_one();
+      cv_.NotifyOne();
       return c.status();
     }
     ++tls_held;
@@ -385,14 +384,14 @@ class PgKvStore : public KvStore {
 
   void Release(std::unique_ptr<PgConn> c) {
     --tls_held;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (c->broken()) {
       --open_;
       c.reset();
     } else {
       idle_.push_back(std::move(c));
     }
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
 
   absl::StatusOr<std::string> Get(std::string_view key) override {
@@ -460,7 +459,7 @@ class PgKvStore : public KvStore {
     if (!Supported(kSize, flavor_)) return 0;
     auto now = std::chrono::steady_clock::now();
     {
-      std::lock_guard lock(size_mu_);
+      MutexLock lock(size_mu_);
       if (now - size_at_ < std::chrono::seconds(10) && size_at_.time_since_epoch().count() != 0) return size_;
     }
     uint64_t size = 0;
@@ -468,7 +467,7 @@ class PgKvStore : public KvStore {
       std::vector<Result> out;
       if ((*c)->Run({Stmt{kSize, {}}}, &out).ok()) size = static_cast<uint64_t>(Int8At(out.back().get(), 0, 0));
     }
-    std::lock_guard lock(size_mu_);
+    MutexLock lock(size_mu_);
     size_ = size;
     size_at_ = now;
     return size;
@@ -527,8 +526,8 @@ class PgKvStore : public KvStore {
   Counter* const syncs_;
   Counter* const conflicts_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   std::vector<std::unique_ptr<PgConn>> idle_ ABSL_GUARDED_BY(mu_);
   size_t open_ ABSL_GUARDED_BY(mu_) = 0;
 
@@ -536,7 +535,7 @@ class PgKvStore : public KvStore {
   std::atomic<uint64_t> async_commits_{0};
   std::atomic<uint64_t> synced_{0};
 
-  std::mutex size_mu_;
+  Mutex size_mu_;
   uint64_t size_ ABSL_GUARDED_BY(size_mu_) = 0;
   std::chrono::steady_clock::time_point size_at_ ABSL_GUARDED_BY(size_mu_);
 };

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "filer/store/coding.h"
+#include "filer/store/keys.h"
 #include "shared/status.h"
 
 namespace kelp::filer {
@@ -193,6 +194,36 @@ absl::StatusOr<GcValue> DecodeGc(std::string_view v) {
   }
   g.fid = std::string(fid);
   return g;
+}
+
+std::string EncodeCounter(int64_t delta) {
+  std::string v;
+  PutVarsint64(&v, delta);
+  return v;
+}
+
+absl::StatusOr<int64_t> DecodeCounter(std::string_view v) {
+  int64_t n = 0;
+  if (!GetVarsint64(&v, &n)) return Corrupt("counter");
+  return n;
+}
+
+std::string EncodeOrphan(int64_t unlink_ns) {
+  std::string v;
+  PutVarint64(&v, static_cast<uint64_t>(unlink_ns));
+  return v;
+}
+
+void PutInodeRecord(WriteBatch& b, InodeRecord& rec) {
+  ++rec.version;
+  b.Put(keys::InodeKey(rec.ino), EncodeInode(rec));
+}
+
+void PutEntryRecords(WriteBatch& b, uint64_t dir, std::string_view name, const InodeRecord& rec,
+                     uint64_t cookie) {
+  uint32_t type = rec.mode & S_IFMT;
+  b.Put(keys::DentryKey(dir, name), EncodeDentry({rec.ino, type, cookie}));
+  b.Put(keys::DirIndexKey(dir, cookie), EncodeDirIndex(rec.ino, type, name));
 }
 
 }  // namespace kelp::filer

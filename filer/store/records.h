@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "filer/store/kv_store.h"
 #include "proto/filer.pb.h"
 
 namespace kelp::filer {
@@ -86,5 +87,21 @@ struct GcValue {
 };
 std::string EncodeGc(const GcValue& g);
 absl::StatusOr<GcValue> DecodeGc(std::string_view v);
+
+// Value of N stripe: the change of the inode count made under one lock stripe.
+std::string EncodeCounter(int64_t delta);
+absl::StatusOr<int64_t> DecodeCounter(std::string_view v);
+
+// Value of O ino: when the inode was unlinked while open (ns since the epoch).
+std::string EncodeOrphan(int64_t unlink_ns);
+
+// --- Writes that keep records together ----------------------------------------------------
+
+// Bumps rec.version and puts the inode.
+void PutInodeRecord(WriteBatch& b, InodeRecord& rec);
+// Puts the entry name -> rec in directory dir at readdir position cookie: the dentry and its
+// readdir index entry.
+void PutEntryRecords(WriteBatch& b, uint64_t dir, std::string_view name, const InodeRecord& rec,
+                     uint64_t cookie);
 
 }  // namespace kelp::filer

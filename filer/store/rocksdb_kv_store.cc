@@ -1,14 +1,16 @@
 #include <atomic>
-#include <shared_mutex>
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/statistics.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include "absl/base/thread_annotations.h"
 #include "filer/store/kv_store.h"
 #include "shared/metrics.h"
+#include "shared/mutex.h"
 #include "shared/strings.h"
 
 namespace kelp::filer {
@@ -56,11 +58,19 @@ class RocksIterator : public KvIterator {
 
 class RocksKvStore : public KvStore {
  public:
-  explicit RocksKvStore(std::unique_ptr<rocksdb::DB> db)
+  RocksKvStore(std::unique_ptr<rocksdb::DB> db, std::shared_ptr<rocksdb::Statistics> stats)
       : db_(std::move(db)),
+        stats_(std::move(stats)),
         wal_syncs_(MetricsRegistry::Default().GetCounter(
-            "kelp_filer_wal_syncs_total", "WAL syncs (fsync, synced writes); a sync with nothing new is skipped")) {}
+            "kelp_filer_wal_syncs_total", "WAL syncs (fsync, synced writes); a sync with nothing new is skipped")) {
+    // Group commit: concurrent synced writes share one fsync of the WAL (RocksDB's write
+    // group), so this counts at most kelp_filer_wal_syncs_total.
+    wal_fsyncs_callback_ = MetricsRegistry::Default().AddCallback(
+        "kelp_filer_wal_file_syncs", "fsyncs of the WAL file RocksDB made (concurrent synced writes share one)",
+        [s = stats_] { return static_cast<double>(s->getTickerCount(rocksdb::WAL_FILE_SYNCED)); });
+  }
   ~RocksKvStore() override {
+    MetricsRegistry::Default().RemoveCallback(wal_fsyncs_callback_);
     if (db_) {
       db_->FlushWAL(true);
       db_->Close();
@@ -78,13 +88,16 @@ class RocksKvStore : public KvStore {
   absl::Status Write(const WriteBatch& batch, bool sync) override {
     // A batch with Require checks runs alone, so no other write slips between its checks and
     // its own write; plain batches share the lock (RocksDB groups them itself).
-    std::shared_lock<std::shared_mutex> shared(require_mu_, std::defer_lock);
-    std::unique_lock<std::shared_mutex> exclusive(require_mu_, std::defer_lock);
     if (batch.has_requires()) {
-      exclusive.lock();
-    } else {
-      shared.lock();
+      WriterLock exclusive(require_mu_);
+      return WriteLocked(batch, sync);
     }
+    ReaderLock shared(require_mu_);
+    return WriteLocked(batch, sync);
+  }
+
+  // Needs require_mu_, exclusive when the batch has Require checks.
+  absl::Status WriteLocked(const WriteBatch& batch, bool sync) ABSL_SHARED_LOCKS_REQUIRED(require_mu_) {
     rocksdb::WriteBatch wb;
     for (const auto& op : batch.ops()) {
       switch (op.kind) {
@@ -155,7 +168,9 @@ class RocksKvStore : public KvStore {
   }
 
   std::unique_ptr<rocksdb::DB> db_;
-  std::shared_mutex require_mu_;
+  SharedMutex require_mu_;
+  std::shared_ptr<rocksdb::Statistics> stats_;
+  int wal_fsyncs_callback_ = -1;
   // Every write up to this sequence number is in the synced WAL.
   std::atomic<rocksdb::SequenceNumber> synced_{0};
   Counter* const wal_syncs_;
@@ -170,8 +185,15 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir
   opts.IncreaseParallelism(2);
   opts.OptimizeLevelStyleCompaction(options.memtable_budget_bytes);
   // With sync=false writes still go to the WAL; manual_wal_flush=false means each write
-  // reaches the OS, so a process crash loses nothing acknowledged.
-  opts.manual_wal_flush = false;
+  // reaches the OS, so a process crash loses nothing acknowledged. Under testing_power_cut
+  // they stay in RocksDB's WAL buffer: a synced write flushes the buffer before its fsync
+  // (WritableFileWriter::Sync flushes first) and Sync() is FlushWAL(true), so what a synced
+  // write or Sync() returned for is on disk, and only what no sync covered dies with the
+  // process.
+  opts.manual_wal_flush = options.testing_power_cut;
+  // Tickers only (no timers, no histograms): what kelp_filer_wal_file_syncs reads.
+  opts.statistics = rocksdb::CreateDBStatistics();
+  opts.statistics->set_stats_level(rocksdb::StatsLevel::kExceptHistogramOrTimers);
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10, false));
   table.whole_key_filtering = true;
@@ -182,7 +204,7 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);
   if (!s.ok()) return absl::UnavailableError(StrCat("open RocksDB at ", dir, ": ", s.ToString()));
-  return std::unique_ptr<KvStore>(new RocksKvStore(std::unique_ptr<rocksdb::DB>(raw)));
+  return std::unique_ptr<KvStore>(new RocksKvStore(std::unique_ptr<rocksdb::DB>(raw), opts.statistics));
 }
 
 }  // namespace kelp::filer

@@ -30,7 +30,7 @@ SequenceAllocator::SequenceAllocator(KvStore* kv, std::string_view name, uint64_
     : kv_(kv), key_(keys::SequenceKey(name)), step_(std::max<uint64_t>(step, 1)) {}
 
 absl::Status SequenceAllocator::Load(uint64_t min_first) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto mark = ReadMark(*kv_, key_);
   if (!mark.ok()) return mark.status();
   next_ = std::max(*mark, min_first);
@@ -68,7 +68,7 @@ absl::Status SequenceAllocator::TakeRangeLocked(uint64_t n, uint64_t floor) {
 }
 
 absl::StatusOr<uint64_t> SequenceAllocator::Next(uint64_t n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (next_ + n > limit_) {
     if (auto s = TakeRangeLocked(n, next_); !s.ok()) return s;
   }
@@ -78,7 +78,7 @@ absl::StatusOr<uint64_t> SequenceAllocator::Next(uint64_t n) {
 }
 
 absl::Status SequenceAllocator::RaiseAbove(uint64_t v) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (v < next_) return absl::OkStatus();
   if (v + 1 < limit_) {
     next_ = v + 1;  // still inside this allocator's own range
@@ -88,7 +88,7 @@ absl::Status SequenceAllocator::RaiseAbove(uint64_t v) {
 }
 
 uint64_t SequenceAllocator::Peek() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return next_;
 }
 

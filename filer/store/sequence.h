@@ -9,13 +9,13 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "filer/store/kv_store.h"
+#include "shared/mutex.h"
 
 namespace kelp::filer {
 
@@ -41,7 +41,7 @@ class SequenceAllocator {
   KvStore* const kv_;
   const std::string key_;
   const uint64_t step_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t limit_ ABSL_GUARDED_BY(mu_) = 1;  // this allocator's range is [next_, limit_)
 };

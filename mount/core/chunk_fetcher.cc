@@ -13,6 +13,9 @@ ChunkFetcher::ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool
   window_hits_ = reg.GetCounter("kelp_mount_readahead_hits_total", "sequential reads served from a read-ahead window");
   window_loads_ = reg.GetCounter("kelp_mount_readahead_loads_total", "read-ahead windows fetched");
   direct_reads_ = reg.GetCounter("kelp_mount_ranged_reads_total", "random reads fetched as a range");
+  fills_ = reg.GetCounter("kelp_mount_cache_fills_total", "cache blocks fetched in the background after a miss");
+  fills_skipped_ = reg.GetCounter("kelp_mount_cache_fills_skipped_total",
+                                  "misses that left their blocks uncached (every fill slot busy)");
 }
 
 ChunkFetcher::~ChunkFetcher() {
@@ -41,6 +44,12 @@ absl::Status ChunkFetcher::ReadDirect(const std::string& fid, uint64_t blob_size
   if (bs == 0) return blobs_->Read(fid, offset, len, dst);
   uint64_t start = offset / bs * bs;
   uint64_t end = std::min(blob_size, (offset + len + bs - 1) / bs * bs);
+  if (opts_.max_fills > 0 && pool_ != nullptr && end - start > len) {
+    // The reader waits only for its own bytes; the blocks follow in the background.
+    absl::Status s = blobs_->Read(fid, offset, len, dst);
+    if (s.ok() && !FillInBackground(fid, blob_size, start, end)) fills_skipped_->Inc();
+    return s;
+  }
   std::string buf(end - start, '\0');
   absl::Status s = blobs_->Read(fid, start, buf.size(), buf.data());
   if (!s.ok()) return s;
@@ -59,6 +68,33 @@ void ChunkFetcher::InsertBlocks(const std::string& fid, uint64_t blob_size, uint
     if (n < bs && start + pos + n != blob_size) break;
     cache_->Insert(fid, blob_size, start + pos, data.substr(pos, n));
   }
+}
+
+bool ChunkFetcher::FillInBackground(const std::string& fid, uint64_t blob_size, uint64_t start, uint64_t end) {
+  Key key{fid, start};
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || filling_.size() >= static_cast<size_t>(opts_.max_fills) || filling_.count(key)) return false;
+    filling_.insert(key);
+    ++prefetching_;
+  }
+  auto done = [this, key] {
+    std::lock_guard lock(mu_);
+    filling_.erase(key);
+    --prefetching_;
+    loaded_.notify_all();
+  };
+  bool queued = pool_->TrySubmit([this, fid, blob_size, start, end, done] {
+    std::string buf(end - start, '\0');
+    absl::Status s = blobs_->Read(fid, start, buf.size(), buf.data());
+    if (s.ok()) {
+      InsertBlocks(fid, blob_size, start, buf);
+      fills_->Inc();
+    }
+    done();
+  });
+  if (!queued) done();
+  return queued;
 }
 
 void ChunkFetcher::OnUploaded(const std::string& fid, std::string_view blob) {

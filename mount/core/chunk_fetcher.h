@@ -1,6 +1,7 @@
 // ChunkFetcher: reads byte ranges of blobs for the read path. Random reads are ranged fetches
-// (through the ChunkCache when there is one: a miss fetches the aligned cache blocks around the
-// range and inserts them). Sequential readers are served from read-ahead windows: a window of
+// (through the ChunkCache when there is one: a miss fetches just the range the reader asked
+// for, and the aligned cache blocks around it are fetched and inserted in the background, at
+// most Options::max_fills at once; without a pool, the miss fetches the blocks itself). Sequential readers are served from read-ahead windows: a window of
 // the blob is fetched whole, and when a reader passes its middle the next window is fetched in
 // the background. Concurrent readers of one window wait for a single fetch.
 //
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -35,6 +37,9 @@ class ChunkFetcher {
     size_t max_windows = 16;
     // Windows fetched ahead of a sequential reader once it passes the middle of one. Default: 2.
     int depth = 2;
+    // Background cache fills after random-read misses, at most this many at once (a miss
+    // finding them all busy leaves its block uncached). 0 = the reader fetches the blocks.
+    int max_fills = 2;
   };
   // blobs must outlive this; cache and pool may be null (no cache, no background prefetch).
   ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool, Options options);
@@ -71,6 +76,9 @@ class ChunkFetcher {
   void Prefetch(const std::string& fid, uint64_t blob_size, uint64_t index);
   void LoadWindow(const std::string& fid, uint64_t blob_size, uint64_t index, const std::shared_ptr<Window>& w);
   void InsertBlocks(const std::string& fid, uint64_t blob_size, uint64_t start, std::string_view data);
+  // Fetches blocks [start, end) of the blob and inserts them, in the background; false when
+  // no fill slot or pool thread was free (or the range is being filled already).
+  bool FillInBackground(const std::string& fid, uint64_t blob_size, uint64_t start, uint64_t end);
   void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   BlobStore* const blobs_;
@@ -80,13 +88,16 @@ class ChunkFetcher {
   Counter* window_hits_;
   Counter* window_loads_;
   Counter* direct_reads_;
+  Counter* fills_;
+  Counter* fills_skipped_;
 
   std::mutex mu_;
   std::condition_variable loaded_;
   std::map<Key, std::pair<std::shared_ptr<Window>, std::list<Key>::iterator>> windows_ ABSL_GUARDED_BY(mu_);
   std::list<Key> lru_ ABSL_GUARDED_BY(mu_);  // front = most recent
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int prefetching_ ABSL_GUARDED_BY(mu_) = 0;
+  int prefetching_ ABSL_GUARDED_BY(mu_) = 0;  // background tasks (prefetches and fills) running
+  std::set<Key> filling_ ABSL_GUARDED_BY(mu_);   // fid, block start of the fills running
 };
 
 }  // namespace kelp::mount

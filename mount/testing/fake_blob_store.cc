@@ -46,11 +46,13 @@ absl::Status FakeBlobStore::Get(std::string_view fid, uint64_t offset, uint64_t 
   {
     std::lock_guard lock(mu_);
     ++gets_;
+    get_lengths_.push_back(length);
     auto it = blobs_.find(fid);
     if (it == blobs_.end()) return PosixError(EIO, kelp::StrCat("no blob ", fid));
     if (offset + length > it->second.size()) return PosixError(EIO, "read past the blob");
     piece = it->second.substr(offset, length);
   }
+  bytes_got_ += length;
   return sink(piece);
 }
 

@@ -36,6 +36,12 @@ class FakeBlobStore : public volume::BlobStore {
 
   size_t puts() const { return puts_.load(); }
   size_t gets() const { return gets_.load(); }
+  uint64_t bytes_got() const { return bytes_got_.load(); }
+  // The length of every Get so far, in order.
+  std::vector<uint64_t> get_lengths() const {
+    std::lock_guard lock(mu_);
+    return get_lengths_;
+  }
   size_t synced_puts() const { return synced_puts_.load(); }
   size_t blob_count() const;
   uint64_t stored_bytes() const;
@@ -45,6 +51,8 @@ class FakeBlobStore : public volume::BlobStore {
   std::map<std::string, std::string, std::less<>> blobs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint32_t> volatile_ ABSL_GUARDED_BY(mu_);  // fid -> volume
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;
+  std::atomic<uint64_t> bytes_got_{0};
+  std::vector<uint64_t> get_lengths_;  // guarded by mu_
   std::atomic<size_t> puts_{0}, gets_{0}, synced_puts_{0}, sync_calls_{0}, synced_volumes_{0};
 };
 

@@ -75,7 +75,7 @@ HttpClient::HttpClient() : HttpClient(Options{}) {}
 HttpClient::HttpClient(Options options) : opts_(options) {}
 
 HttpClient::~HttpClient() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [k, v] : idle_) {
     for (auto& i : v) close(i.fd);
   }
@@ -136,7 +136,7 @@ absl::StatusOr<int> HttpClient::Connect(std::string_view host_port) {
 }
 
 int HttpClient::TakeIdle(const std::string& host_port) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = idle_.find(host_port);
   if (it == idle_.end()) return -1;
   auto now = std::chrono::steady_clock::now();
@@ -150,7 +150,7 @@ int HttpClient::TakeIdle(const std::string& host_port) {
 }
 
 void HttpClient::PutIdle(const std::string& host_port, int fd) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& v = idle_[host_port];
   if (v.size() >= opts_.max_idle_per_host) {
     close(fd);

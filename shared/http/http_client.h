@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "shared/http/http_parser.h"
+#include "shared/mutex.h"
 
 namespace kelp::http {
 
@@ -67,7 +67,7 @@ class HttpClient {
                                         bool* keep_alive, bool* got_bytes);
 
   Options opts_;
-  std::mutex mu_;
+  Mutex mu_;
   std::map<std::string, std::vector<Idle>, std::less<>> idle_ ABSL_GUARDED_BY(mu_);
 };
 

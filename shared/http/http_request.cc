@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "shared/http/http_conn.h"
+#include "shared/json.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -26,32 +27,9 @@ const std::string& DateHeader() {
   return value;
 }
 
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
-std::string ErrorJson(std::string_view message) { return kelp::StrCat("{\"error\":\"", JsonEscape(message), "\"}\n"); }
+std::string ErrorJson(std::string_view message) { return kelp::StrCat("{\"error\":", kelp::JsonString(message), "}\n"); }
 
 // ---- Request ---------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ struct HttpServer::Loop {
   std::thread thread;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   int64_t last_sweep_ms = 0;
-  std::mutex mu;
+  Mutex mu;
   std::vector<Conn*> returned ABSL_GUARDED_BY(mu);
 };
 
@@ -133,7 +133,7 @@ void HttpServer::Stop() {
     return;
   }
   {
-    std::lock_guard lock(blocking_mu_);
+    MutexLock lock(blocking_mu_);
     for (int fd : blocking_fds_) shutdown(fd, SHUT_RDWR);
   }
   if (workers_) workers_->Stop();
@@ -174,7 +174,7 @@ void HttpServer::RunLoop(Loop* loop) {
         (void)!read(loop->evfd, &v, sizeof v);
         std::vector<Conn*> back;
         {
-          std::lock_guard lock(loop->mu);
+          MutexLock lock(loop->mu);
           back.swap(loop->returned);
         }
         for (Conn* c : back) {
@@ -472,13 +472,13 @@ void HttpServer::HandOff(Loop* loop, Conn* c) {
   epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd(), nullptr);
   c->on_worker_ = true;
   {
-    std::lock_guard lock(blocking_mu_);
+    MutexLock lock(blocking_mu_);
     blocking_fds_.insert(c->fd());
   }
   bool ok = workers_->TrySubmit([this, loop, c] { RunBlocking(loop, c); });
   if (!ok) {
     {
-      std::lock_guard lock(blocking_mu_);
+      MutexLock lock(blocking_mu_);
       blocking_fds_.erase(c->fd());
     }
     c->on_worker_ = false;
@@ -519,11 +519,11 @@ void HttpServer::RunBlocking(Loop* loop, Conn* c) {
   SetNonBlocking(c->fd(), true);
   c->blocking_ = false;
   {
-    std::lock_guard lock(blocking_mu_);
+    MutexLock lock(blocking_mu_);
     blocking_fds_.erase(c->fd());
   }
   {
-    std::lock_guard lock(loop->mu);
+    MutexLock lock(loop->mu);
     loop->returned.push_back(c);
   }
   uint64_t one = 1;

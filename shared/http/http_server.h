@@ -30,7 +30,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -40,6 +39,7 @@
 #include "absl/status/status.h"
 #include "shared/http/http_request.h"
 #include "shared/metrics.h"
+#include "shared/mutex.h"
 #include "shared/thread_pool.h"
 
 namespace kelp::http {
@@ -112,7 +112,7 @@ class HttpServer {
   std::atomic<int> connections_{0};
   std::vector<std::unique_ptr<Loop>> loops_;
   std::unique_ptr<ThreadPool> workers_;
-  std::mutex blocking_mu_;
+  Mutex blocking_mu_;
   std::unordered_set<int> blocking_fds_ ABSL_GUARDED_BY(blocking_mu_);  // shut down on Stop
 };
 

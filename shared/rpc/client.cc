@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "shared/http/http_parser.h"
+#include "shared/rpc/tls.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -37,12 +38,20 @@ absl::Status Unavailable(std::string_view address, std::string_view what) {
   return absl::UnavailableError(kelp::StrCat(address, ": ", what));
 }
 
-// Connects to host:port within the deadline; returns a blocking socket.
-absl::StatusOr<int> Dial(const std::string& address, Clock::time_point deadline) {
+// "host:port" or "[v6]:port" into host and port.
+absl::Status SplitHostPort(const std::string& address, std::string* host, std::string* port) {
   size_t colon = address.rfind(':');
   if (colon == std::string::npos) return absl::InvalidArgumentError(kelp::StrCat("address without a port: ", address));
-  std::string host = address.substr(0, colon), port = address.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  *host = address.substr(0, colon);
+  *port = address.substr(colon + 1);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  return absl::OkStatus();
+}
+
+// Connects to host:port within the deadline; returns a blocking socket.
+absl::StatusOr<int> Dial(const std::string& address, Clock::time_point deadline) {
+  std::string host, port;
+  RETURN_IF_ERROR(SplitHostPort(address, &host, &port));
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -108,7 +117,38 @@ class ClientConn {
  public:
   ClientConn(std::string address, int fd, size_t max_payload)
       : address_(std::move(address)), fd_(fd), max_payload_(max_payload) {}
-  ~ClientConn() { close(fd_); }
+  ~ClientConn() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
+    close(fd_);
+  }
+
+  // After the 101: the TLS handshake, as a client presenting ctx's certificate and expecting
+  // the server's to name host. From then on the socket is non-blocking and every SSL call
+  // takes ssl_mu_ without ever sleeping under it (the reader polls outside it).
+  absl::Status StartTls(SSL_CTX* ctx, const std::string& host, Clock::time_point deadline) {
+    if (rlen_ != 0) return Unavailable(address_, "bytes after the 101 where the TLS handshake should start");
+    IgnoreSigpipe();
+    ssl_ = SSL_new(ctx);
+    if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
+      return absl::InternalError(kelp::StrCat("SSL_new: ", OpenSslError()));
+    }
+    SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    RETURN_IF_ERROR(ExpectPeerHost(ssl_, host));
+    fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL, 0) | O_NONBLOCK);
+    for (;;) {
+      ERR_clear_error();
+      int r = SSL_connect(ssl_);
+      if (r == 1) return absl::OkStatus();
+      int e = SSL_get_error(ssl_, r);
+      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+        return Unavailable(address_, kelp::StrCat("TLS handshake: ", TlsFailure(ssl_, r)));
+      }
+      int left = RemainingMs(deadline);
+      if (left == 0) return absl::DeadlineExceededError(kelp::StrCat(address_, ": TLS handshake timed out"));
+      pollfd p{fd_, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+      poll(&p, 1, left);
+    }
+  }
 
   // Upgrades the fresh connection to frames.
   absl::Status Upgrade(Clock::time_point deadline, std::string_view extra_headers) {
@@ -117,19 +157,12 @@ class ClientConn {
                                    "\r\n");
     RETURN_IF_ERROR(SendAll(req));
     for (;;) {
-      http::ResponseHead head;
-      http::ParseResult r = http::ParseResponseHead(std::string_view(rbuf_.data(), rlen_), "GET", &head);
-      if (r.kind == http::ParseResult::kOk) {
-        if (head.status != 101) {
-          return Unavailable(address_, kelp::StrCat("the server answered HTTP ", head.status,
-                                                    " to the rpc upgrade (not a kelp server of this version?)"));
-        }
-        std::memmove(rbuf_.data(), rbuf_.data() + r.consumed, rlen_ - r.consumed);
-        rlen_ -= r.consumed;
+      absl::StatusOr<size_t> head = ParseUpgradeResponse(std::string_view(rbuf_.data(), rlen_));
+      if (!head.ok()) return Unavailable(address_, ToStd(head.status().message()));
+      if (*head > 0) {
+        std::memmove(rbuf_.data(), rbuf_.data() + *head, rlen_ - *head);
+        rlen_ -= *head;
         return absl::OkStatus();
-      }
-      if (r.kind == http::ParseResult::kError || rlen_ > (16 << 10)) {
-        return Unavailable(address_, "malformed answer to the rpc upgrade");
       }
       if (Clock::now() >= deadline) return absl::DeadlineExceededError(kelp::StrCat(address_, ": rpc upgrade timed out"));
       RETURN_IF_ERROR(RecvSome());
@@ -224,6 +257,7 @@ class ClientConn {
 
  private:
   absl::Status SendAll(std::string_view data) {
+    if (ssl_ != nullptr) return SendAllTls(data);
     while (!data.empty()) {
       ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
       if (n < 0) {
@@ -235,9 +269,38 @@ class ClientConn {
     return absl::OkStatus();
   }
 
+  // The same through TLS; a server that takes nothing for as long as the plain socket's
+  // SO_SNDTIMEO (30 s) is taken for dead, as there.
+  absl::Status SendAllTls(std::string_view data) {
+    auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (!data.empty()) {
+      int n, e = SSL_ERROR_NONE;
+      std::string why;
+      {
+        std::lock_guard lock(ssl_mu_);
+        ERR_clear_error();
+        n = SSL_write(ssl_, data.data(), static_cast<int>(std::min<size_t>(data.size(), 1 << 30)));
+        if (n <= 0) {
+          e = SSL_get_error(ssl_, n);
+          if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) why = TlsFailure(ssl_, n);
+        }
+      }
+      if (n > 0) {
+        data.remove_prefix(n);
+        continue;
+      }
+      if (!why.empty()) return Unavailable(address_, kelp::StrCat("send: ", why));
+      if (RemainingMs(deadline) == 0) return Unavailable(address_, kelp::StrCat("send: ", strerror(ETIMEDOUT)));
+      pollfd p{fd_, static_cast<short>(e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN), 0};
+      poll(&p, 1, kRecvSliceMs);
+    }
+    return absl::OkStatus();
+  }
+
   // One recv() into the read buffer; OK when it timed out empty.
   absl::Status RecvSome() {
     if (rbuf_.size() < rlen_ + kReadChunk) rbuf_.resize(rlen_ + kReadChunk);
+    if (ssl_ != nullptr) return RecvSomeTls();
     ssize_t n = recv(fd_, rbuf_.data() + rlen_, rbuf_.size() - rlen_, 0);
     if (n > 0) {
       rlen_ += n;
@@ -246,6 +309,37 @@ class ClientConn {
     if (n == 0) return Unavailable(address_, "the server closed the connection");
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return absl::OkStatus();
     return Unavailable(address_, kelp::StrCat("recv: ", strerror(errno)));
+  }
+
+  // The same through TLS: what OpenSSL has, else what arrives within one slice (the wait is a
+  // poll() outside ssl_mu_, so senders are never held up by a reader).
+  absl::Status RecvSomeTls() {
+    bool polled = false;
+    size_t got = 0;
+    while (rbuf_.size() - rlen_ > 0) {
+      int n, e = SSL_ERROR_NONE;
+      std::string why;
+      {
+        std::lock_guard lock(ssl_mu_);
+        ERR_clear_error();
+        n = SSL_read(ssl_, rbuf_.data() + rlen_, static_cast<int>(rbuf_.size() - rlen_));
+        if (n <= 0) {
+          e = SSL_get_error(ssl_, n);
+          if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) why = TlsFailure(ssl_, n);
+        }
+      }
+      if (n > 0) {
+        rlen_ += n;
+        got += n;
+        continue;
+      }
+      if (!why.empty()) return Unavailable(address_, why);
+      if (got > 0 || polled) return absl::OkStatus();
+      pollfd p{fd_, POLLIN, 0};
+      poll(&p, 1, kRecvSliceMs);
+      polled = true;
+    }
+    return absl::OkStatus();
   }
 
   // Reads what arrives within one slice and hands every whole frame to its call. Runs without
@@ -324,6 +418,11 @@ class ClientConn {
   const std::string address_;
   const int fd_;
   const size_t max_payload_;
+  // With TLS (set by StartTls before the connection is shared): SSL_read by the one reader
+  // and SSL_write by a sender may not run at once on one SSL, so each takes ssl_mu_, which is
+  // taken last (after send_mu_ or with reading_ set) and never held across a wait.
+  SSL* ssl_ = nullptr;
+  std::mutex ssl_mu_;
   std::mutex send_mu_;  // never taken while holding mu_... and mu_ never while holding it
   std::mutex mu_;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
@@ -420,12 +519,22 @@ absl::StatusOr<std::shared_ptr<ClientConn>> Channel::Conn(Clock::time_point dead
     if (conn_ && !conn_->broken()) return conn_;
   }
   auto connect_deadline = std::min(deadline, Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms));
-  ASSIGN_OR_RETURN(int fd, Dial(address_, connect_deadline));
-  auto conn = std::make_shared<ClientConn>(address_, fd, opts_.max_payload);
-  RETURN_IF_ERROR(conn->Upgrade(connect_deadline, opts_.upgrade_headers ? opts_.upgrade_headers() : std::string()));
+  ASSIGN_OR_RETURN(std::shared_ptr<ClientConn> conn, NewConn(connect_deadline));
   std::lock_guard lock(mu_);
   conn_ = conn;
   ++connects_;
+  return conn;
+}
+
+absl::StatusOr<std::shared_ptr<ClientConn>> Channel::NewConn(Clock::time_point deadline) {
+  ASSIGN_OR_RETURN(int fd, Dial(address_, deadline));
+  auto conn = std::make_shared<ClientConn>(address_, fd, opts_.max_payload);
+  RETURN_IF_ERROR(conn->Upgrade(deadline, opts_.upgrade_headers ? opts_.upgrade_headers() : std::string()));
+  if (opts_.tls) {
+    std::string host, port;
+    RETURN_IF_ERROR(SplitHostPort(address_, &host, &port));
+    RETURN_IF_ERROR(conn->StartTls(opts_.tls.get(), host, deadline));
+  }
   return conn;
 }
 
@@ -477,10 +586,7 @@ absl::StatusOr<std::unique_ptr<ClientStream>> Channel::OpenStream(uint16_t metho
                                                                   std::chrono::milliseconds connect_timeout) {
   // A stream gets a connection of its own: its reader waits for messages for as long as the
   // stream lives, and must not stand between the unary callers and their replies.
-  auto deadline = Clock::now() + connect_timeout;
-  ASSIGN_OR_RETURN(int fd, Dial(address_, deadline));
-  auto conn = std::make_shared<ClientConn>(address_, fd, opts_.max_payload);
-  RETURN_IF_ERROR(conn->Upgrade(deadline, opts_.upgrade_headers ? opts_.upgrade_headers() : std::string()));
+  ASSIGN_OR_RETURN(std::shared_ptr<ClientConn> conn, NewConn(Clock::now() + connect_timeout));
   auto call = std::make_shared<PendingCall>();
   call->stream = true;
   ASSIGN_OR_RETURN(uint64_t id, conn->Register(call));

@@ -10,8 +10,14 @@
 // call in flight with UNAVAILABLE; the next call connects again. Calls are not retried here:
 // whether a call may be sent twice is the caller's to say.
 //
+// With Options::tls the connection runs a TLS handshake right after the 101 (mutual TLS:
+// docs/security.md) and frames travel inside it; without it, plain TCP with no TLS code on its
+// path.
+//
 // Thread-safe: share one Channel. A ClientStream is read by one thread; Cancel() from any.
 #pragma once
+
+#include <openssl/ssl.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -69,6 +75,10 @@ class Channel {
     // Extra header lines ("Name: value\r\n"...) of each upgrade request, e.g. the token a
     // secured filer asks for (docs/security.md). Empty = none.
     std::function<std::string()> upgrade_headers;
+    // Client side of mutual TLS (security::NewClientSslCtx, security::ClientSslCtx): this
+    // process's certificate, the CA to trust; the server's certificate must name the host of
+    // the address. Default: null = plaintext.
+    std::shared_ptr<SSL_CTX> tls;
   };
 
   // address: "host:port" of the server's HTTP port. Connects on first use.
@@ -103,6 +113,8 @@ class Channel {
 
  private:
   absl::StatusOr<std::shared_ptr<ClientConn>> Conn(std::chrono::steady_clock::time_point deadline);
+  // Dials, upgrades and (with TLS) shakes hands: a connection of its own.
+  absl::StatusOr<std::shared_ptr<ClientConn>> NewConn(std::chrono::steady_clock::time_point deadline);
 
   const std::string address_;
   const Options opts_;

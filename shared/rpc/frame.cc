@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/status/statusor.h"
+#include "shared/http/http_parser.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -74,6 +75,36 @@ absl::StatusOr<size_t> DecodeFrame(std::string_view data, size_t max_payload, Fr
   header->id = GetU64(data.data() + 8);
   header->payload_size = static_cast<uint32_t>(payload);
   return total;
+}
+
+absl::StatusOr<size_t> ParseUpgradeRequest(std::string_view data) {
+  http::RequestHead head;
+  http::ParseResult r = http::ParseRequestHead(data, &head);
+  if (r.kind == http::ParseResult::kIncomplete) {
+    if (data.size() <= kMaxUpgradeHead) return 0;
+    return absl::InvalidArgumentError("upgrade request head too long");
+  }
+  if (r.kind == http::ParseResult::kError) return absl::InvalidArgumentError(r.error);
+  if (!http::EqualsIgnoreCase(head.headers.Get("Upgrade"), kUpgradeProtocol)) {
+    return absl::InvalidArgumentError(kelp::StrCat("expected an upgrade to ", kUpgradeProtocol));
+  }
+  return r.consumed;
+}
+
+absl::StatusOr<size_t> ParseUpgradeResponse(std::string_view data) {
+  http::ResponseHead head;
+  http::ParseResult r = http::ParseResponseHead(data, "GET", &head);
+  if (r.kind == http::ParseResult::kOk) {
+    if (head.status != 101) {
+      return absl::FailedPreconditionError(kelp::StrCat(
+          "the server answered HTTP ", head.status, " to the rpc upgrade (not a kelp server of this version?)"));
+    }
+    return r.consumed;
+  }
+  if (r.kind == http::ParseResult::kError || data.size() > kMaxUpgradeHead) {
+    return absl::InvalidArgumentError("malformed answer to the rpc upgrade");
+  }
+  return 0;
 }
 
 std::string EncodeStatus(const absl::Status& status) {

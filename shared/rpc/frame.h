@@ -37,6 +37,8 @@ inline constexpr size_t kDefaultMaxPayload = 256u << 20;
 inline constexpr std::string_view kUpgradeProtocol = "kelp-rpc/1";
 // The request target of the upgrade request.
 inline constexpr std::string_view kUpgradePath = "/rpc";
+// Longest upgrade request head (server's own listener) and 101 answer (client) accepted.
+inline constexpr size_t kMaxUpgradeHead = 16 << 10;
 
 enum class FrameType : uint8_t {
   kRequest = 1,  // client -> server: call `method` with the payload as its request
@@ -64,6 +66,15 @@ void AppendFrameHeader(std::string* out, FrameType type, uint16_t method, uint64
 // InvalidArgument when the bytes cannot be a frame (unknown type, non-zero flags, a length
 // below the header's or a payload above max_payload): the connection must be closed.
 absl::StatusOr<size_t> DecodeFrame(std::string_view data, size_t max_payload, FrameHeader* header);
+
+// The upgrade request at the start of data (a server's own listener): the size of its head
+// once whole, 0 while incomplete; InvalidArgument when it is malformed, does not ask for
+// kUpgradeProtocol, or is still incomplete past kMaxUpgradeHead (answer 400 and close).
+absl::StatusOr<size_t> ParseUpgradeRequest(std::string_view data);
+// The server's answer to it (client): the size of the 101 head once whole, 0 while
+// incomplete; FailedPrecondition naming the status when it is not 101, InvalidArgument when
+// it is malformed or longer than kMaxUpgradeHead. Bytes after the head are frames (or TLS).
+absl::StatusOr<size_t> ParseUpgradeResponse(std::string_view data);
 
 // ERROR payloads: the status code, the errno it carries (shared/status.h) and its message.
 std::string EncodeStatus(const absl::Status& status);

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,9 @@
 #include "shared/http/http_server.h"
 #include "shared/rpc/client.h"
 #include "shared/rpc/server.h"
+#include "shared/security/security_config.h"
+#include "shared/security/testing/test_pki.h"
+#include "shared/security/tls.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -35,7 +39,7 @@ struct TestServer {
   std::atomic<bool> forever_cancelled{false};
   std::atomic<int> slow_calls{0};
 
-  explicit TestServer(int loops = 2) {
+  explicit TestServer(int loops = 2, std::shared_ptr<SSL_CTX> tls = nullptr) {
     service.AddUnary<StringValue, StringValue>(kEcho, "Echo", [](const StringValue& req, StringValue* resp) {
       resp->set_value(req.value());
       return absl::OkStatus();
@@ -80,6 +84,7 @@ struct TestServer {
     o.loop_threads = loops;
     o.name = "rpc-test";
     o.metric_prefix = "kelp_rpc_test";
+    o.tls = std::move(tls);
     server = std::make_unique<Server>(o, &service);
     REQUIRE(server->Start().ok());
     auto p = server->Listen("127.0.0.1", 0);
@@ -173,11 +178,10 @@ TEST_CASE("rpc: a slow call does not hold up quick ones on the same connection")
   slow.join();
 }
 
-TEST_CASE("rpc: streams deliver every message in order, end cleanly, and can be cancelled") {
-  TestServer ts;
-  Channel ch(ts.address(), {});
+// A kCount stream of count messages: each arrives, in order, then a clean end.
+void ExpectCountStream(Channel& ch, uint64_t count) {
   UInt64Value req;
-  req.set_value(10000);
+  req.set_value(count);
   auto st = ch.OpenStream(kCount, req, 5s);
   REQUIRE(st.ok());
   UInt64Value v;
@@ -186,8 +190,17 @@ TEST_CASE("rpc: streams deliver every message in order, end cleanly, and can be 
     REQUIRE(v.value() == n);
     ++n;
   }
-  CHECK(n == 10000);
+  CHECK(n == count);
   CHECK((*st)->Finish().ok());
+}
+
+TEST_CASE("rpc: streams deliver every message in order, end cleanly, and can be cancelled") {
+  TestServer ts;
+  Channel ch(ts.address(), {});
+  ExpectCountStream(ch, 10000);
+  UInt64Value req;
+  req.set_value(10000);
+  UInt64Value v;
 
   auto f = ch.OpenStream(kForever, req, 5s);
   REQUIRE(f.ok());
@@ -308,6 +321,148 @@ TEST_CASE("rpc: an HTTP server hands upgraded connections over") {
   Channel ch(kelp::StrCat("127.0.0.1:", hs.port()), {});
   for (int i = 0; i < 100; ++i) REQUIRE(*Echo(ch, kelp::StrCat(i)) == kelp::StrCat(i));
   CHECK(rpc.connections() == 1);
+  hs.Stop();
+  rpc.Stop();
+}
+
+// ---- TLS (docs/security.md: the metadata transport is mutual TLS with [grpc] certificates) ----
+
+struct Pki {
+  std::string dir;
+  security::testing::TestPki pki;
+  security::SecurityConfig cfg;
+  Pki() {
+    dir = (std::filesystem::temp_directory_path() / kelp::StrCat("kelp-rpc-tls-", getpid())).string();
+    std::filesystem::create_directories(dir);
+    auto p = security::testing::MakeTestPki(dir);
+    REQUIRE(p.ok());
+    pki = *p;
+    security::testing::TomlOptions o;
+    o.pki = &pki;
+    auto c = security::ParseSecurityConfig(security::testing::SecurityToml(o), "test.toml");
+    REQUIRE(c.ok());
+    cfg = *c;
+  }
+  ~Pki() { std::filesystem::remove_all(dir); }
+  std::shared_ptr<SSL_CTX> ServerCtx() const { return Ctx(cfg, security::kFilerComponent, true); }
+  std::shared_ptr<SSL_CTX> ClientCtx() const { return Ctx(cfg, security::kClientComponent, false); }
+  // A client presenting the rogue certificate (another CA signed it); trusting rogue_ca too
+  // when trust_rogue (then it also refuses the real server's certificate).
+  std::shared_ptr<SSL_CTX> Rogue(bool trust_rogue) const {
+    security::SecurityConfig c = cfg;
+    c.grpc[std::string(security::kClientComponent)] = {pki.Cert("rogue"), pki.Key("rogue")};
+    if (trust_rogue) c.grpc_ca = dir + "/rogue_ca.crt";
+    return Ctx(c, security::kClientComponent, false);
+  }
+  static std::shared_ptr<SSL_CTX> Ctx(const security::SecurityConfig& c, std::string_view component, bool server) {
+    auto ctx = server ? security::NewServerSslCtx(c, component) : security::NewClientSslCtx(c, component);
+    REQUIRE(ctx.ok());
+    REQUIRE(*ctx != nullptr);
+    return std::shared_ptr<SSL_CTX>(std::move(*ctx));
+  }
+};
+
+Channel::Options TlsOptions(std::shared_ptr<SSL_CTX> ctx) {
+  Channel::Options o;
+  o.tls = std::move(ctx);
+  return o;
+}
+
+TEST_CASE("rpc over TLS: calls from many threads, large payloads and streams arrive intact") {
+  Pki pki;
+  TestServer ts(2, pki.ServerCtx());
+  Channel ch(ts.address(), TlsOptions(pki.ClientCtx()));
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        std::string v = kelp::StrCat("t", t, "-", i, std::string(i % 11 * 3000, 'y'));  // up to 2 TLS records
+        uint16_t m = i % 3 == 0 ? kEchoWorker : kEcho;
+        auto r = Echo(ch, v, m);
+        if (!r.ok() || *r != (m == kEchoWorker ? "w:" + v : v)) ++bad;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(bad == 0);
+  CHECK(ch.connects() == 1);
+
+  std::string big(8 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + (i * 31 + 7) % 26);
+  auto r = Echo(ch, big);
+  REQUIRE(r.ok());
+  CHECK(*r == big);
+
+  ExpectCountStream(ch, 10000);
+
+  // Errors keep their code and errno inside TLS too.
+  StringValue sreq, sresp;
+  sreq.set_value("d");
+  CHECK(ErrnoOf(ch.Call(kFail, sreq, &sresp, 5s)) == ENOTEMPTY);
+}
+
+TEST_CASE("rpc over TLS: a client without a certificate of the CA gets no answer") {
+  Pki pki;
+  TestServer ts(1, pki.ServerCtx());
+  // Signed by another CA: the server refuses it (with TLS 1.3 the client learns it at its first read).
+  Channel rogue(ts.address(), TlsOptions(pki.Rogue(false)));
+  CHECK(Echo(rogue, "let me in").status().code() == absl::StatusCode::kUnavailable);
+  // Trusting another CA: the client refuses the server's certificate.
+  Channel distrust(ts.address(), TlsOptions(pki.Rogue(true)));
+  absl::Status s = distrust.Connect(5s);
+  INFO(std::string(s.message()));
+  CHECK(s.code() == absl::StatusCode::kUnavailable);
+  CHECK(std::string(s.message()).find("certificate verify failed") != std::string::npos);
+  // No TLS at all: the frames are not a ClientHello, the server closes.
+  Channel plain(ts.address(), {});
+  CHECK(Echo(plain, "plain").status().code() == absl::StatusCode::kUnavailable);
+  // A TLS client against a plaintext server fails too, rather than talking in the clear.
+  TestServer plain_server(1);
+  Channel tls_to_plain(plain_server.address(), TlsOptions(pki.ClientCtx()));
+  CHECK_FALSE(Echo(tls_to_plain, "x").ok());
+  // The server goes on serving good clients.
+  Channel good(ts.address(), TlsOptions(pki.ClientCtx()));
+  CHECK(*Echo(good, "fine") == "fine");
+}
+
+TEST_CASE("rpc over TLS: connections an HTTP server upgraded run TLS after the 101") {
+  Pki pki;
+  Service service;
+  service.AddUnary<StringValue, StringValue>(kEcho, "Echo", [](const StringValue& r, StringValue* o) {
+    o->set_value(r.value());
+    return absl::OkStatus();
+  });
+  Server::Options ro;
+  ro.metric_prefix = "kelp_rpc_test4";
+  ro.tls = pki.ServerCtx();
+  Server rpc(ro, &service);
+  REQUIRE(rpc.Start().ok());
+  struct Plain : http::Handler {
+    void Handle(http::Request&, http::ResponseWriter& w) override { w.Send(200, "plain"); }
+  } plain;
+  http::HttpServer::Options ho;
+  ho.loop_threads = 1;
+  ho.upgrades[std::string(kUpgradeProtocol)] = [&rpc](int fd, std::string initial) {
+    rpc.Adopt(fd, std::move(initial));
+  };
+  http::HttpServer hs(ho, &plain);
+  REQUIRE(hs.Start().ok());
+  Channel ch(kelp::StrCat("localhost:", hs.port()), TlsOptions(pki.ClientCtx()));  // a DNS name of the certificate
+  for (int i = 0; i < 100; ++i) REQUIRE(*Echo(ch, kelp::StrCat(i)) == kelp::StrCat(i));
+  CHECK(ch.connects() == 1);
+  // What crosses the wire after the 101 is not the frames in the clear.
+  int fd = RawConnect(hs.port());
+  std::string req = "GET /rpc HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: kelp-rpc/1\r\n\r\n";
+  send(fd, req.data(), req.size(), 0);
+  req = std::string("\x0c\x00\x00\x00\x01\x00\x01\x00\x01\x00\x00\x00\x00\x00\x00\x00", 16);  // an empty REQUEST
+  send(fd, req.data(), req.size(), 0);
+  std::string got = ReadUntilClosed(fd);
+  CHECK(got.rfind("HTTP/1.1 101", 0) == 0);
+  // After the 101: at most a TLS alert (content type 21), never a reply frame; then closed.
+  std::string rest = got.substr(got.find("\r\n\r\n") + 4);
+  CHECK((rest.empty() || rest[0] == '\x15'));
+  close(fd);
   hs.Stop();
   rpc.Stop();
 }

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <openssl/err.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -13,8 +14,8 @@
 #include <condition_variable>
 #include <cstring>
 
-#include "shared/http/http_parser.h"
 #include "shared/log.h"
+#include "shared/rpc/tls.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -24,8 +25,6 @@ namespace {
 constexpr size_t kReadChunk = 64 << 10;
 // Bytes read from one connection per wake-up before the loop serves the others.
 constexpr size_t kReadBudget = 1 << 20;
-// Longest upgrade request head accepted on the server's own listener.
-constexpr size_t kMaxUpgradeHead = 16 << 10;
 constexpr std::string_view kSwitching =
     "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: kelp-rpc/1\r\n\r\n";
 
@@ -73,23 +72,57 @@ struct Server::Loop {
 class ServerConn {
  public:
   ServerConn(Server* server, Server::Loop* loop, int fd) : server_(server), loop_(loop), fd_(fd) {}
-  ~ServerConn() { close(fd_); }
+  ~ServerConn() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
+    close(fd_);
+  }
 
   int fd() const { return fd_; }
+
+  // ---- TLS (loop thread; before any frame) ----
+  // Puts the connection under TLS, server side; the handshake is run by Handshake().
+  bool StartTls(SSL_CTX* ctx) {
+    ssl_ = SSL_new(ctx);
+    if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) return false;
+    SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_set_accept_state(ssl_);
+    handshaking_ = true;
+    return true;
+  }
+  bool handshaking() const { return handshaking_; }
+  // Advances the handshake: true while it goes on or once done (handshaking() says which),
+  // false when it failed (*why says how).
+  bool Handshake(std::string* why) {
+    int r, e = SSL_ERROR_NONE;
+    {
+      std::lock_guard lock(ssl_mu_);
+      ERR_clear_error();
+      r = SSL_do_handshake(ssl_);
+      if (r != 1) {
+        e = SSL_get_error(ssl_, r);
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) *why = TlsFailure(ssl_, r);
+      }
+    }
+    if (r == 1) {
+      handshaking_ = false;
+      return true;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+      std::lock_guard lock(out_mu_);
+      write_armed_ = true;
+      UpdateInterestLocked();
+      return true;
+    }
+    return e == SSL_ERROR_WANT_READ;
+  }
 
   // ---- input (loop thread) ----
   // Reads what the socket has, up to the read budget. Returns false on EOF or an error.
   bool ReadAvailable() {
+    if (ssl_ != nullptr) return ReadAvailableTls();
     size_t total = 0;
     while (total < kReadBudget) {
-      if (in_pos_ == in_len_) {
-        in_pos_ = in_len_ = 0;
-      } else if (in_pos_ > 0 && in_len_ + kReadChunk > in_.size()) {
-        std::memmove(in_.data(), in_.data() + in_pos_, in_len_ - in_pos_);
-        in_len_ -= in_pos_;
-        in_pos_ = 0;
-      }
-      if (in_.size() < in_len_ + kReadChunk) in_.resize(in_len_ + kReadChunk);
+      MakeInputRoom();
       ssize_t n = recv(fd_, in_.data() + in_len_, in_.size() - in_len_, 0);
       if (n > 0) {
         in_len_ += n;
@@ -102,6 +135,40 @@ class ServerConn {
       return errno == EAGAIN || errno == EWOULDBLOCK;
     }
     return true;
+  }
+  // The same inside TLS. SSL_read hands over at most one record (16 KiB) per call, less than
+  // the room made, so nothing decrypted is left inside OpenSSL when it says WANT_READ, and
+  // level-triggered epoll sees every byte still unread.
+  bool ReadAvailableTls() {
+    size_t total = 0;
+    while (total < kReadBudget) {
+      MakeInputRoom();
+      int n, e = SSL_ERROR_NONE;
+      {
+        std::lock_guard lock(ssl_mu_);
+        ERR_clear_error();
+        n = SSL_read(ssl_, in_.data() + in_len_, static_cast<int>(in_.size() - in_len_));
+        if (n <= 0) e = SSL_get_error(ssl_, n);
+      }
+      if (n > 0) {
+        in_len_ += n;
+        total += n;
+        continue;
+      }
+      ERR_clear_error();
+      return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+    }
+    return true;
+  }
+  void MakeInputRoom() {
+    if (in_pos_ == in_len_) {
+      in_pos_ = in_len_ = 0;
+    } else if (in_pos_ > 0 && in_len_ + kReadChunk > in_.size()) {
+      std::memmove(in_.data(), in_.data() + in_pos_, in_len_ - in_pos_);
+      in_len_ -= in_pos_;
+      in_pos_ = 0;
+    }
+    if (in_.size() < in_len_ + kReadChunk) in_.resize(in_len_ + kReadChunk);
   }
   std::string_view input() const { return std::string_view(in_.data() + in_pos_, in_len_ - in_pos_); }
   void AppendInput(std::string_view data) {
@@ -214,6 +281,10 @@ class ServerConn {
  private:
   void FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(out_mu_) {
     while (out_pos_ < out_.size()) {
+      if (ssl_ != nullptr) {
+        if (!WriteTlsLocked()) return;
+        continue;
+      }
       ssize_t n = send(fd_, out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         out_pos_ += n;
@@ -225,10 +296,7 @@ class ServerConn {
         UpdateInterestLocked();
         return;
       }
-      closed_ = true;  // the peer is gone; the loop closes the connection on its next event
-      out_.clear();
-      out_pos_ = 0;
-      drained_.notify_all();
+      FailOutputLocked();
       return;
     }
     if (out_.capacity() > (4 << 20)) {
@@ -240,9 +308,47 @@ class ServerConn {
     drained_.notify_all();
   }
 
+  void FailOutputLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(out_mu_) {
+    closed_ = true;  // the peer is gone; the loop closes the connection on its next event
+    out_.clear();
+    out_pos_ = 0;
+    drained_.notify_all();
+  }
+  // One SSL_write of what is buffered: true when it made progress; false when the socket is
+  // full (EPOLLOUT armed) or the connection failed (closed_). A retry after WANT_WRITE passes
+  // the same start and at least the same length, as OpenSSL requires (the buffer may move).
+  bool WriteTlsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(out_mu_) {
+    int n, e = SSL_ERROR_NONE;
+    {
+      std::lock_guard lock(ssl_mu_);
+      ERR_clear_error();
+      size_t len = std::min<size_t>(out_.size() - out_pos_, 1 << 30);
+      n = SSL_write(ssl_, out_.data() + out_pos_, static_cast<int>(len));
+      if (n <= 0) e = SSL_get_error(ssl_, n);
+    }
+    if (n > 0) {
+      out_pos_ += n;
+      return true;
+    }
+    ERR_clear_error();
+    if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+      write_armed_ = true;
+      UpdateInterestLocked();
+    } else {
+      FailOutputLocked();
+    }
+    return false;
+  }
+
   Server* const server_;
   Server::Loop* const loop_;
   const int fd_;
+  // TLS, when the server has it: set up by the loop before any frame. SSL_read (loop thread)
+  // and SSL_write (any thread, under out_mu_) may not run at once on one SSL: ssl_mu_ is taken
+  // around each, after out_mu_ (never the other way).
+  SSL* ssl_ = nullptr;
+  std::mutex ssl_mu_;
+  bool handshaking_ = false;  // loop thread
   std::string in_;
   size_t in_pos_ = 0;
   size_t in_len_ = 0;
@@ -294,6 +400,9 @@ Server::Server(Options options, Service* service) : opts_(std::move(options)), s
   conn_gauge_ = reg.GetGauge(opts_.metric_prefix + "_connections", "Open RPC connections.");
   bad_frames_ = reg.GetCounter(opts_.metric_prefix + "_malformed_frames_total",
                                "RPC connections closed for a malformed frame or upgrade request.");
+  tls_refused_ = reg.GetCounter(opts_.metric_prefix + "_tls_refused_total",
+                                "RPC connections closed for a failed TLS handshake (no or a wrong certificate).");
+  if (opts_.tls) IgnoreSigpipe();
   for (auto& [id, m] : service_->methods_) {
     Labels l = {{"method", m.name}};
     m.latency = reg.GetHistogram(opts_.metric_prefix + "_seconds", "RPC handler latency.", l);
@@ -420,9 +529,32 @@ void Server::AddConn(Loop* loop, int fd, std::string initial, bool needs_head) {
   loop->conns[fd] = conn;
   connections_.fetch_add(1);
   conn_gauge_->Add(1);
-  if (!needs_head) conn->Queue(kSwitching);
   conn->AppendInput(initial);
+  if (!needs_head && !SwitchProtocols(conn)) {
+    CloseConn(loop, conn);
+    return;
+  }
   OnReadable(loop, conn);
+}
+
+bool Server::SwitchProtocols(const std::shared_ptr<ServerConn>& conn) {
+  conn->Queue(kSwitching);
+  if (!opts_.tls) return true;  // the 101 joins the first replies
+  // The 101 goes in the clear, alone: the client starts its handshake once it has read it,
+  // so nothing may follow it before the handshake (a client that sent more is refused).
+  if (!conn->Flush() || conn->pending_output() != 0 || !conn->input().empty() || !conn->StartTls(opts_.tls.get())) {
+    tls_refused_->Inc();
+    return false;
+  }
+  return ContinueHandshake(conn);
+}
+
+bool Server::ContinueHandshake(const std::shared_ptr<ServerConn>& conn) {
+  std::string why;
+  if (conn->Handshake(&why)) return true;
+  tls_refused_->Inc();
+  spdlog::warn("{}: TLS handshake refused: {}", opts_.name, why);
+  return false;
 }
 
 void Server::RunLoop(Loop* loop) {
@@ -493,6 +625,13 @@ void Server::CloseConn(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
 }
 
 void Server::OnReadable(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
+  if (conn->handshaking()) {
+    if (!ContinueHandshake(conn)) {
+      CloseConn(loop, conn);
+      return;
+    }
+    if (conn->handshaking()) return;
+  }
   bool alive = conn->reading_paused || conn->ReadAvailable();
   bool ok = true;
   if (conn->needs_head) ok = ProcessUpgradeHead(conn);
@@ -512,6 +651,10 @@ void Server::OnReadable(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
 
 void Server::OnWritable(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
   if (!conn->OnWritable()) return;
+  if (conn->handshaking()) {
+    if (!ContinueHandshake(conn)) conn->Close();
+    return;
+  }
   if (conn->reading_paused && conn->pending_output() <= opts_.max_pending_output / 2) {
     conn->reading_paused = false;
     conn->UpdateInterest();
@@ -520,29 +663,19 @@ void Server::OnWritable(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
 }
 
 bool Server::ProcessUpgradeHead(const std::shared_ptr<ServerConn>& conn) {
-  http::RequestHead head;
-  http::ParseResult r = http::ParseRequestHead(conn->input(), &head);
-  if (r.kind == http::ParseResult::kIncomplete) {
-    if (conn->input().size() <= kMaxUpgradeHead) return true;
-    r.kind = http::ParseResult::kError;
-    r.error = "upgrade request head too long";
-  }
-  if (r.kind == http::ParseResult::kOk && !http::EqualsIgnoreCase(head.headers.Get("Upgrade"), kUpgradeProtocol)) {
-    r.kind = http::ParseResult::kError;
-    r.error = kelp::StrCat("expected an upgrade to ", kUpgradeProtocol);
-  }
-  if (r.kind == http::ParseResult::kError) {
+  absl::StatusOr<size_t> r = ParseUpgradeRequest(conn->input());
+  if (!r.ok()) {
     bad_frames_->Inc();
-    std::string body = kelp::StrCat(r.error, "\n");
+    std::string body = kelp::StrCat(r.status().message(), "\n");
     conn->Queue(kelp::StrCat("HTTP/1.1 400 Bad Request\r\nContent-Length: ", body.size(),
                              "\r\nConnection: close\r\n\r\n", body));
     conn->Flush();
     return false;
   }
-  conn->Consume(r.consumed);
+  if (*r == 0) return true;
+  conn->Consume(*r);
   conn->needs_head = false;
-  conn->Queue(kSwitching);
-  return true;
+  return SwitchProtocols(conn);
 }
 
 bool Server::ProcessFrames(const std::shared_ptr<ServerConn>& conn) {

@@ -12,7 +12,14 @@
 //
 // Connections arrive through Adopt() (an HTTP server upgraded them: the filer serves this on
 // its HTTP port) or through the server's own listener (Listen(): tests and benchmarks).
+//
+// With Options::tls (mutual TLS from security.toml's [grpc] sections, docs/security.md) every
+// connection runs a TLS handshake right after the 101 and its frames travel inside TLS; a
+// client whose certificate the CA did not sign fails the handshake and is closed. Without it
+// the connection is plain TCP, with no TLS code on its path.
 #pragma once
+
+#include <openssl/ssl.h>
 
 #include <atomic>
 #include <chrono>
@@ -136,6 +143,9 @@ class Server {
     // <metric_prefix>_seconds{method=...}).
     std::string name = "rpc";
     std::string metric_prefix = "kelp_rpc";
+    // Server side of mutual TLS (security::NewServerSslCtx): peer certificate required and
+    // verified. Default: null = plaintext.
+    std::shared_ptr<SSL_CTX> tls;
   };
 
   // service must outlive the server.
@@ -170,6 +180,10 @@ class Server {
   // Runs the frames complete in the connection's input; false when it must close.
   bool ProcessFrames(const std::shared_ptr<ServerConn>& conn);
   bool ProcessUpgradeHead(const std::shared_ptr<ServerConn>& conn);
+  // Sends the 101 and, with TLS, starts the handshake. False when the connection must close.
+  bool SwitchProtocols(const std::shared_ptr<ServerConn>& conn);
+  // Advances a TLS handshake; false when it failed.
+  bool ContinueHandshake(const std::shared_ptr<ServerConn>& conn);
   // on_loop: the reply joins the others of the loop's current read; else it is sent now.
   void RunCall(const std::shared_ptr<ServerConn>& conn, const Service::Method& m, uint64_t id,
                const google::protobuf::MessageLite& req, bool on_loop);
@@ -187,6 +201,7 @@ class Server {
   int listen_fd_ = -1;
   Gauge* conn_gauge_ = nullptr;
   Counter* bad_frames_ = nullptr;
+  Counter* tls_refused_ = nullptr;
 
   struct StreamThread {
     std::thread thread;

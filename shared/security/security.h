@@ -11,6 +11,8 @@
 // getters from any thread.
 #pragma once
 
+#include <openssl/ssl.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +38,12 @@ std::shared_ptr<const SecurityConfig> Current();
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials();
 // Credentials for serving gRPC as component.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(std::string_view component);
+
+// The metadata transport's TLS (shared/rpc): the client side for this process's client
+// component, made at Install; null without [grpc] ca (plaintext).
+std::shared_ptr<SSL_CTX> ClientSslCtx();
+// The server side for component ("filer"); null without [grpc] ca.
+absl::StatusOr<std::shared_ptr<SSL_CTX>> ServerSslCtx(std::string_view component);
 
 // Registers -security=FILE with the same help everywhere.
 void AddSecurityFlag(FlagSet& flags, std::string* path);

@@ -1,11 +1,11 @@
 #include "shared/security/tls.h"
 
 #include <openssl/err.h>
-#include <openssl/x509v3.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "shared/rpc/tls.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -32,14 +32,7 @@ absl::StatusOr<const TlsFiles*> FilesOf(const SecurityConfig& cfg, std::string_v
   return &it->second;
 }
 
-std::string OpenSslError() {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "unknown OpenSSL error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
+using rpc::OpenSslError;
 
 absl::StatusOr<SslCtxPtr> NewSslCtx(const SecurityConfig& cfg, std::string_view component, bool server) {
   if (!cfg.grpc_tls()) return SslCtxPtr();
@@ -47,6 +40,7 @@ absl::StatusOr<SslCtxPtr> NewSslCtx(const SecurityConfig& cfg, std::string_view 
   SslCtxPtr ctx(SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()));
   if (!ctx) return absl::InternalError(kelp::StrCat("SSL_CTX_new: ", OpenSslError()));
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION);  // the transports never renegotiate
   auto fail = [&](std::string_view what, const std::string& path) {
     return absl::InvalidArgumentError(kelp::StrCat(what, " ", path, ": ", OpenSslError()));
   };
@@ -100,17 +94,6 @@ absl::StatusOr<SslCtxPtr> NewClientSslCtx(const SecurityConfig& cfg, std::string
   return NewSslCtx(cfg, component, false);
 }
 
-absl::Status ExpectPeerHost(SSL* ssl, std::string_view host) {
-  std::string h(host);
-  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-  int ok = X509_VERIFY_PARAM_set1_ip_asc(param, h.c_str());  // 1 when host is an IP literal
-  if (ok != 1) {
-    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    ok = X509_VERIFY_PARAM_set1_host(param, h.c_str(), h.size());
-    SSL_set_tlsext_host_name(ssl, h.c_str());
-  }
-  if (ok != 1) return absl::InvalidArgumentError(kelp::StrCat("bad TLS peer host ", host));
-  return absl::OkStatus();
-}
+absl::Status ExpectPeerHost(SSL* ssl, std::string_view host) { return rpc::ExpectPeerHost(ssl, host); }
 
 }  // namespace kelp::security

@@ -15,20 +15,12 @@
 
 #include "proto/cluster.grpc.pb.h"
 #include "shared/security/testing/test_pki.h"
+#include "shared/testing/temp_dir.h"
 
 using namespace kelp::security;
 using kelp::security::testing::TestPki;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string t = std::filesystem::temp_directory_path().string() + "/kelp-tls-XXXXXX";
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 SecurityConfig ConfigFor(const TestPki& pki) {
   testing::TomlOptions o;
@@ -64,8 +56,8 @@ std::string ReadFile(const std::string& p) {
 }  // namespace
 
 TEST_CASE("gRPC with the certificates of security.toml is mutual TLS: only certificates of the CA get in") {
-  TempDir dir;
-  auto pki = testing::MakeTestPki(dir.path);
+  kelp::testing::TempDir dir("kelp-tls");
+  auto pki = testing::MakeTestPki(dir.path());
   REQUIRE(pki.ok());
   SecurityConfig cfg = ConfigFor(*pki);
 
@@ -109,15 +101,15 @@ TEST_CASE("without a CA, credentials are plaintext and no SSL_CTX is made") {
 }
 
 TEST_CASE("a component without a certificate is a clear error") {
-  TempDir dir;
-  auto pki = testing::MakeTestPki(dir.path);
+  kelp::testing::TempDir dir("kelp-tls");
+  auto pki = testing::MakeTestPki(dir.path());
   REQUIRE(pki.ok());
   SecurityConfig cfg = ConfigFor(*pki);
   cfg.grpc.erase("volume");
   auto s = GrpcServerCredentials(cfg, kVolumeComponent);
   REQUIRE_FALSE(s.ok());
   CHECK(std::string(s.status().message()).find("[grpc.volume]") != std::string::npos);
-  cfg.grpc["client"].key = dir.path + "/missing.key";
+  cfg.grpc["client"].key = dir.path() + "/missing.key";
   CHECK_FALSE(NewClientSslCtx(cfg, kClientComponent).ok());
 }
 
@@ -168,8 +160,8 @@ std::string PingOverTls(SSL_CTX* server_ctx, SSL_CTX* client_ctx, const char* ex
 }  // namespace
 
 TEST_CASE("SSL_CTX for plain TCP: mutual TLS with the same certificates") {
-  TempDir dir;
-  auto pki = testing::MakeTestPki(dir.path);
+  kelp::testing::TempDir dir("kelp-tls");
+  auto pki = testing::MakeTestPki(dir.path());
   REQUIRE(pki.ok());
   SecurityConfig cfg = ConfigFor(*pki);
   auto server = NewServerSslCtx(cfg, kFilerComponent);

@@ -50,17 +50,6 @@ int FreePort() {
   return 0;
 }
 
-TempDir::TempDir(const std::string& prefix) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-  char* p = mkdtemp(tmpl.data());
-  path_ = p ? p : tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::vector<std::string>& args,
                                                         const std::string& log_path) {
   int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

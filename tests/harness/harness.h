@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "shared/http/http_client.h"
+#include "shared/testing/temp_dir.h"
 
 namespace kelp::testing {
 
@@ -22,16 +23,6 @@ std::string KelpBinary();
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int FreePort();
 
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix = "kelp-test");
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 class Process {
  public:

@@ -32,21 +32,38 @@ LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 free_port() { python3 "$LIB_DIR/free_port.py"; }  # p with p and p+10000 free
 
 wait_http() { for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$1/status" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
+# wait_live_volume FILER_PORT VOLUME_PORT: until the filer's topology has the volume server alive
+# (its first heartbeat arrived). /status is pretty-printed JSON with keys sorted: "alive" comes
+# before "url" in a server's object.
+wait_live_volume() {
+  for _ in $(seq 200); do
+    curl -fsS "http://127.0.0.1:$1/status" 2>/dev/null | tr -d ' \n' |
+      grep -qE "\"alive\":true,[^}]*\"url\":\"[^\"]*:$2\"" && return 0
+    sleep 0.05
+  done
+  return 1
+}
 wait_mount() { for _ in $(seq 100); do grep -q " $1 " /proc/self/mountinfo && return 0; sleep 0.1; done; return 1; }
 
+# FILER_FLAGS and VOLUME_FLAGS, if set, are added to every start of those servers.
 start_servers() {
   FP=$(free_port)
   VP=$(free_port)
-  "$KELP" filer -dir="$T/filer" -port="$FP" >"$T/filer.log" 2>&1 &
-  FILER_PID=$!; track_pid "$FILER_PID"
-  wait_http "$FP" || { log "filer did not start"; tail "$T/filer.log"; exit 1; }
+  start_filer
   start_volume
 }
+start_filer() {
+  # shellcheck disable=SC2086  # FILER_FLAGS is a list of flags
+  "$KELP" filer -dir="$T/filer" -port="$FP" ${FILER_FLAGS:-} >>"$T/filer.log" 2>&1 &
+  FILER_PID=$!; track_pid "$FILER_PID"; echo "$FILER_PID" >"$S/filer.pid"
+  wait_http "$FP" || { log "filer did not start"; tail "$T/filer.log"; exit 1; }
+}
 start_volume() {
-  "$KELP" volume -dir="$T/vol" -port="$VP" -filer="127.0.0.1:$FP" >>"$T/volume.log" 2>&1 &
+  # shellcheck disable=SC2086  # VOLUME_FLAGS is a list of flags
+  "$KELP" volume -dir="$T/vol" -port="$VP" -filer="127.0.0.1:$FP" ${VOLUME_FLAGS:-} >>"$T/volume.log" 2>&1 &
   echo $! >"$S/volume.pid"; track_pid $!
   wait_http "$VP" || { log "volume server did not start"; tail "$T/volume.log"; exit 1; }
-  sleep 1.5  # first heartbeat
+  wait_live_volume "$FP" "$VP" || { log "the filer never saw the volume server"; tail "$T/volume.log"; exit 1; }
 }
 
 # mount DIR [flags...]: mounts; the pid goes to $S/mount-<basename of DIR>.pid

@@ -307,13 +307,16 @@ check two_mounts
 
 test_sigterm_flushes() {
   # A writer still holds the file open (nothing closed it) when the mount is told to stop.
+  rm -f "$T/pending.written"
   python3 -c '
-import os, time
+import os, sys, time
 fd = os.open("pending.bin", os.O_CREAT | os.O_WRONLY, 0o644)
 os.write(fd, b"z" * 300000)
-time.sleep(30)' &
+open(sys.argv[1], "w").close()  # tells the test the bytes were written
+time.sleep(30)' "$T/pending.written" &
   local w=$!
-  sleep 1
+  for _ in $(seq 200); do [ -e "$T/pending.written" ] && break; sleep 0.05; done
+  test -e "$T/pending.written"
   cd /
   do_unmount "$M"   # the writer still holds its descriptor: the mount must flush anyway
   kill "$w" 2>/dev/null; wait "$w" 2>/dev/null || true

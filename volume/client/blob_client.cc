@@ -38,7 +38,7 @@ BlobClient::BlobClient(Coordinator coordinator, VolumeClient* client, Options op
 
 absl::StatusOr<BlobClient::Assigned> BlobClient::NextFid() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (pool_next_ < pool_count_) {
       FileId f = pool_base_;
       f.key += pool_next_++;
@@ -62,7 +62,7 @@ absl::StatusOr<BlobClient::Assigned> BlobClient::NextFid() {
   std::vector<std::string> urls;
   for (const auto& l : a->locations()) urls.push_back(UrlOf(l));
   if (urls.empty()) return PosixError(EIO, "assign returned no volume server");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   pool_base_ = base;
   pool_count_ = a->count() == 0 ? 1 : a->count();
   pool_next_ = 1;
@@ -73,7 +73,7 @@ absl::StatusOr<BlobClient::Assigned> BlobClient::NextFid() {
 }
 
 void BlobClient::DropPool() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   pool_next_ = pool_count_ = 0;
 }
 
@@ -101,7 +101,7 @@ absl::StatusOr<std::string> BlobClient::Put(std::string_view data, bool fsync) {
 
 absl::StatusOr<std::vector<std::string>> BlobClient::LocationsOf(uint32_t volume_id, bool refresh) {
   if (!refresh) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = locations_.find(volume_id);
     if (it != locations_.end() && std::chrono::steady_clock::now() - it->second.fetched < opts_.location_ttl) {
       return it->second.urls;
@@ -117,7 +117,7 @@ absl::StatusOr<std::vector<std::string>> BlobClient::LocationsOf(uint32_t volume
     for (const auto& l : v.locations()) urls.push_back(UrlOf(l));
   }
   if (urls.empty()) return PosixError(EIO, kelp::StrCat("volume ", volume_id, " has no live server"));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   locations_[volume_id] = Locations{urls, std::chrono::steady_clock::now()};
   return urls;
 }

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@
 #include "proto/cluster.pb.h"
 #include "shared/file_id.h"
 #include "shared/metrics.h"
+#include "shared/mutex.h"
 #include "volume/client/blob_store.h"
 #include "volume/client/volume_client.h"
 
@@ -87,7 +87,7 @@ class BlobClient : public BlobStore {
   Counter* get_failovers_;
   Counter* syncs_;
 
-  std::mutex mu_;
+  Mutex mu_;
   // The current assignment: keys pool_base_.key + pool_next_ .. + pool_count_ - 1 are unused.
   FileId pool_base_ ABSL_GUARDED_BY(mu_);
   uint32_t pool_next_ ABSL_GUARDED_BY(mu_) = 0;

@@ -76,12 +76,12 @@ absl::Status StatusFromHttp(int status, std::string_view body, std::string_view 
 }
 
 struct VolumeClient::Stubs {
-  std::mutex mu;
+  Mutex mu;
   std::map<std::string, std::unique_ptr<VolumeService::Stub>, std::less<>> stubs
       ABSL_GUARDED_BY(mu);
 
   VolumeService::Stub* Get(std::string_view address) {
-    std::lock_guard l(mu);
+    MutexLock l(mu);
     auto it = stubs.find(address);
     if (it == stubs.end()) {
       // A restarted server must be reachable again within a second or so, not after

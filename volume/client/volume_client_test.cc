@@ -174,3 +174,42 @@ TEST_CASE("control plane through the client: allocate, status, read-only, vacuum
   CHECK(kelp::ErrnoOf(c.DeleteVolume(g, 3)) == ENOENT);
   CHECK(kelp::ErrnoOf(c.Read(t.addr(), FileId{3, 9, 1}.ToString()).status()) == ENOENT);
 }
+
+TEST_CASE("StatusFromHttp: each volume server status becomes the errno a caller acts on") {
+  struct Case {
+    int http;
+    int err;
+  };
+  const Case cases[] = {{404, ENOENT}, {401, EACCES}, {507, ENOSPC}, {413, EFBIG}, {403, EROFS},
+                        {409, EEXIST}, {400, EINVAL}, {500, EIO},    {502, EIO},   {418, EIO}};
+  for (const Case& c : cases) {
+    CAPTURE(c.http);
+    absl::Status s = StatusFromHttp(c.http, "", "read 3,01");
+    CHECK_FALSE(s.ok());
+    CHECK(kelp::ErrnoOf(s) == c.err);
+    CHECK(kelp::CarriedErrno(s) == c.err);
+  }
+  // 416 and 503 keep their meaning as codes: out of range, and "try elsewhere / later".
+  absl::Status range = StatusFromHttp(416, "", "read");
+  CHECK(range.code() == absl::StatusCode::kOutOfRange);
+  CHECK(kelp::ErrnoOf(range) == EINVAL);
+  absl::Status busy = StatusFromHttp(503, "", "write");
+  CHECK(busy.code() == absl::StatusCode::kUnavailable);
+  CHECK(kelp::ErrnoOf(busy) == EIO);
+}
+
+TEST_CASE("StatusFromHttp: the message names the operation, the status and the server's error") {
+  absl::Status s = StatusFromHttp(404, R"({"error":"needle 3,01 not found"})", "read 3,01");
+  std::string msg(s.message());
+  CHECK(msg.find("read 3,01") != std::string::npos);
+  CHECK(msg.find("HTTP 404") != std::string::npos);
+  CHECK(msg.find("needle 3,01 not found") != std::string::npos);
+  CHECK(msg.find("{\"error\"") == std::string::npos);  // the JSON wrapper is taken off
+  // An escaped quote inside the error text does not end it.
+  std::string esc(StatusFromHttp(400, R"({"error":"bad \"fid\" x"})", "w").message());
+  CHECK(esc.find(R"(bad \"fid\" x)") != std::string::npos);
+  // A body that is not JSON is quoted as is, cut to 200 bytes.
+  std::string plain(StatusFromHttp(500, std::string(1000, 'z'), "w").message());
+  CHECK(plain.find(std::string(200, 'z')) != std::string::npos);
+  CHECK(plain.find(std::string(201, 'z')) == std::string::npos);
+}

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <mutex>
 
 #include "shared/log.h"
+#include "shared/mutex.h"
 #include "shared/security/jwt.h"
 #include "shared/security/security.h"
 #include "shared/status.h"
@@ -18,12 +18,12 @@ BlobService::BlobService(Store* store, LocationProvider* locations, http::HttpCl
     : store_(store), locations_(locations), client_(client), fanout_(fanout) {}
 
 void BlobService::SetSelfUrls(std::vector<std::string> urls) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   self_urls_ = std::move(urls);
 }
 
 bool BlobService::IsSelf(const std::string& url) const {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   return std::find(self_urls_.begin(), self_urls_.end(), url) != self_urls_.end();
 }
 
@@ -134,30 +134,30 @@ absl::Status BlobService::ForwardOnce(const Volume& v, const std::vector<std::st
 
 absl::Status BlobService::RunAll(const std::vector<std::function<absl::Status()>>& tasks) {
   if (tasks.empty()) return absl::OkStatus();
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   size_t pending = tasks.size() - 1;
   absl::Status first_error;
   auto record = [&](absl::Status s) {
-    std::lock_guard l(mu);
+    MutexLock l(mu);
     if (!s.ok() && first_error.ok()) first_error = std::move(s);
   };
   for (size_t i = 0; i + 1 < tasks.size(); ++i) {
     bool queued = fanout_->Submit([&, i] {
       absl::Status s = tasks[i]();
-      std::lock_guard l(mu);
+      MutexLock l(mu);
       if (!s.ok() && first_error.ok()) first_error = std::move(s);
-      if (--pending == 0) cv.notify_all();
+      if (--pending == 0) cv.NotifyAll();
     });
     if (!queued) {
       record(absl::UnavailableError("server stopping"));
-      std::lock_guard l(mu);
-      if (--pending == 0) cv.notify_all();
+      MutexLock l(mu);
+      if (--pending == 0) cv.NotifyAll();
     }
   }
   record(tasks.back()());
-  std::unique_lock l(mu);
-  cv.wait(l, [&] { return pending == 0; });
+  MutexLock l(mu);
+  while (pending != 0) cv.Wait(l);
   return first_error;
 }
 

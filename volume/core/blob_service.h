@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "shared/file_id.h"
 #include "shared/http/http_client.h"
+#include "shared/mutex.h"
 #include "shared/thread_pool.h"
 #include "volume/core/location_provider.h"
 #include "volume/store/store.h"
@@ -80,7 +80,7 @@ class BlobService {
 
   Store* const store_;
   LocationProvider* const locations_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::vector<std::string> self_urls_ ABSL_GUARDED_BY(mu_);
   http::HttpClient* const client_;
   ThreadPool* const fanout_;

@@ -48,20 +48,20 @@ void Heartbeater::Start() {
 
 void Heartbeater::Stop() {
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
     if (active_ != nullptr) active_->TryCancel();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Heartbeater::Trigger() {
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     triggered_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 cluster::HeartbeatRequest Heartbeater::BuildRequest() const {
@@ -97,13 +97,13 @@ void Heartbeater::Run() {
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(std::max(pulse_ms * 3, 3000)));
     {
-      std::lock_guard l(mu_);
+      MutexLock l(mu_);
       if (stop_) return;
       active_ = &ctx;
     }
     grpc::Status s = stub_->Heartbeat(&ctx, req, &resp);
     {
-      std::lock_guard l(mu_);
+      MutexLock l(mu_);
       active_ = nullptr;
       if (stop_) return;
     }
@@ -150,8 +150,10 @@ void Heartbeater::Run() {
     // filers pointing at each other, or all of them down, must not make a busy loop).
     if (retry_now && ++quick_tries < opts_.filers_grpc.size() + 1) continue;
     quick_tries = 0;
-    std::unique_lock l(mu_);
-    cv_.wait_for(l, std::chrono::milliseconds(pulse_ms), [&] { return stop_ || triggered_; });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(pulse_ms);
+    MutexLock l(mu_);
+    while (!stop_ && !triggered_ && cv_.WaitUntil(l, deadline)) {
+    }
     if (stop_) return;
     triggered_ = false;
   }

@@ -11,15 +11,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "proto/cluster.grpc.pb.h"
+#include "shared/mutex.h"
 #include "volume/store/store.h"
 
 namespace kelp::volume {
@@ -62,8 +61,8 @@ class Heartbeater {
   std::string leader_;  // as the last filer answered; "" = none
   size_t next_filer_ = 0;
   std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool triggered_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* active_ ABSL_GUARDED_BY(mu_) =

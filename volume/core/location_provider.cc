@@ -16,7 +16,7 @@ FilerLocationProvider::FilerLocationProvider(std::vector<std::string> filers_grp
 absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t vid) {
   auto now = std::chrono::steady_clock::now();
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     auto it = cache_.find(vid);
     if (it != cache_.end() && it->second.expires > now) return it->second.urls;
   }
@@ -25,7 +25,7 @@ absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t 
   cluster::LookupVolumeResponse resp;
   size_t first;
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     first = preferred_;
   }
   grpc::Status s;
@@ -35,7 +35,7 @@ absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t 
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
     s = stubs_[k]->LookupVolume(&ctx, req, &resp);
     if (s.ok()) {
-      std::lock_guard l(mu_);
+      MutexLock l(mu_);
       preferred_ = k;
       break;
     }
@@ -50,13 +50,13 @@ absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t 
       return absl::UnavailableError(kelp::StrCat("volume ", vid, ": ", v.error()));
     for (const auto& loc : v.locations()) urls.push_back(loc.url());
   }
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   cache_[vid] = Entry{urls, now + ttl_};
   return urls;
 }
 
 void FilerLocationProvider::Invalidate(uint32_t vid) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   cache_.erase(vid);
 }
 

@@ -8,13 +8,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "proto/cluster.grpc.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::volume {
 
@@ -45,7 +45,7 @@ class FilerLocationProvider : public LocationProvider {
   const std::vector<std::string> filers_grpc_;
   const std::chrono::milliseconds ttl_;
   std::vector<std::unique_ptr<cluster::Cluster::Stub>> stubs_;
-  std::mutex mu_;
+  Mutex mu_;
   size_t preferred_ ABSL_GUARDED_BY(mu_) = 0;  // the filer that answered last
   std::map<uint32_t, Entry> cache_ ABSL_GUARDED_BY(mu_);
 };

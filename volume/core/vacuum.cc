@@ -47,18 +47,21 @@ void VacuumLoop::Start() {
 
 void VacuumLoop::Stop() {
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void VacuumLoop::Run() {
   for (;;) {
     {
-      std::unique_lock l(mu_);
-      if (cv_.wait_for(l, std::chrono::milliseconds(interval_ms_), [&] { return stop_; })) return;
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(interval_ms_);
+      MutexLock l(mu_);
+      while (!stop_ && cv_.WaitUntil(l, deadline)) {
+      }
+      if (stop_) return;
     }
     // A vacuum that is under way finishes even if Stop() is called meanwhile: Stop waits.
     (void)VacuumVolumes(*store_, 0, threshold_);

@@ -4,14 +4,13 @@
 // VacuumLoop: Start/Stop from the owner's thread; one background thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "shared/mutex.h"
 #include "volume/store/store.h"
 
 namespace kelp::volume {
@@ -40,8 +39,8 @@ class VacuumLoop {
   const double threshold_;
   const int interval_ms_;
   std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -7,11 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
 
 namespace kelp::volume {
 
@@ -24,23 +23,27 @@ class UploadBudget {
   // Returns the amount taken (pass it to Release), or 0 if there was no room within wait.
   uint64_t Acquire(uint64_t n, std::chrono::milliseconds wait) {
     n = std::clamp<uint64_t>(n, 1, capacity_);
-    std::unique_lock l(mu_);
-    if (!cv_.wait_for(l, wait, [&] { return used_ + n <= capacity_; })) return 0;
+    auto deadline = std::chrono::steady_clock::now() + wait;
+    MutexLock l(mu_);
+    while (used_ + n > capacity_) {
+      if (!cv_.WaitUntil(l, deadline)) break;
+    }
+    if (used_ + n > capacity_) return 0;
     used_ += n;
     return n;
   }
   void Release(uint64_t n) {
     {
-      std::lock_guard l(mu_);
+      MutexLock l(mu_);
       used_ -= n;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
  private:
   const uint64_t capacity_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   uint64_t used_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "shared/json.h"
 #include "shared/log.h"
 #include "shared/security/jwt.h"
 #include "shared/security/security.h"
@@ -35,22 +36,6 @@ std::string HttpDate(uint64_t unix_ns) {
     last = t;
   }
   return text;
-}
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-  return out;
 }
 
 bool IsDataMethod(std::string_view m) { return m == "PUT" || m == "POST" || m == "DELETE"; }

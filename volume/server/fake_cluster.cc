@@ -25,30 +25,30 @@ void FakeCluster::Stop() {
 }
 
 void FakeCluster::SetReply(uint64_t volume_size_limit, uint32_t pulse_ms) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   size_limit_ = volume_size_limit;
   pulse_ms_ = pulse_ms;
 }
 
 void FakeCluster::OverrideLocations(uint32_t vid, std::vector<std::string> urls) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   overrides_[vid] = std::move(urls);
 }
 
 int FakeCluster::heartbeats() const {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   return heartbeats_;
 }
 
 std::optional<cluster::HeartbeatRequest> FakeCluster::LastHeartbeat(const std::string& url) const {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   auto it = last_.find(url);
   if (it == last_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<std::string> FakeCluster::Holders(uint32_t vid) const {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   std::vector<std::string> out;
   for (const auto& [url, hb] : last_) {
     for (const auto& v : hb.volumes()) {
@@ -60,7 +60,7 @@ std::vector<std::string> FakeCluster::Holders(uint32_t vid) const {
 
 grpc::Status FakeCluster::Heartbeat(grpc::ServerContext*, const cluster::HeartbeatRequest* req,
                                     cluster::HeartbeatResponse* resp) {
-  std::lock_guard l(mu_);
+  MutexLock l(mu_);
   ++heartbeats_;
   last_[kelp::StrCat(req->ip(), ":", req->port())] = *req;
   resp->set_volume_size_limit(size_limit_);
@@ -82,7 +82,7 @@ grpc::Status FakeCluster::LookupVolume(grpc::ServerContext*,
     std::vector<std::string> urls;
     bool overridden = false;
     {
-      std::lock_guard l(mu_);
+      MutexLock l(mu_);
       if (auto it = overrides_.find(vid); it != overrides_.end()) {
         urls = it->second;
         overridden = true;

@@ -8,7 +8,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "proto/cluster.grpc.pb.h"
+#include "shared/mutex.h"
 
 namespace kelp::volume::testing {
 
@@ -51,7 +51,7 @@ class FakeCluster final : public cluster::Cluster::Service {
  private:
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   int heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t size_limit_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t pulse_ms_ ABSL_GUARDED_BY(mu_) = 0;

@@ -21,6 +21,7 @@
 #include "volume/core/volume_metrics.h"
 #include "volume/grpc/volume_grpc_service.h"
 #include "volume/http/volume_http_handler.h"
+#include "volume/store/power_cut_env.h"
 #include "volume/store/store.h"
 
 namespace kelp::volume {
@@ -43,8 +44,14 @@ absl::Status VolumeServer::Start() {
   if (opts_.volume_size_limit_mb == 0 || opts_.volume_size_limit_mb > 32000) {
     return absl::InvalidArgumentError("the volume size limit must be between 1 and 32000 MiB");
   }
+  Env* env = opts_.env;
+  if (env == nullptr && opts_.testing_power_cut) {
+    spdlog::warn("-testing.powerCut: unsynced volume writes live in memory only (testing only)");
+    power_cut_env_ = std::make_unique<PowerCutEnv>();
+    env = power_cut_env_.get();
+  }
   store_ = std::make_unique<Store>(
-      Store::Options{opts_.dir, opts_.max_volumes, opts_.volume_size_limit_mb << 20, opts_.env});
+      Store::Options{opts_.dir, opts_.max_volumes, opts_.volume_size_limit_mb << 20, env});
   RETURN_IF_ERROR(store_->Load());
 
   // -filer=a:8888,b:8888: several filers sharing one store.

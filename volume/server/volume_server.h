@@ -94,6 +94,10 @@ class VolumeServer {
     // (nullptr = ask the filer). Not owned; must outlive the server.
     Env* env = nullptr;
     LocationProvider* locations = nullptr;
+    // Testing only (-testing.powerCut): when env is nullptr, the volumes' writes stay in this
+    // process's memory until an fdatasync covers them (volume/store/power_cut_env.h), so a
+    // kill -9 loses what a power cut would. Default: false.
+    bool testing_power_cut = false;
   };
 
   explicit VolumeServer(Options options);
@@ -116,6 +120,7 @@ class VolumeServer {
   int http_port_ = 0;
   int grpc_port_ = 0;
   bool started_ = false;
+  std::unique_ptr<Env> power_cut_env_;  // -testing.powerCut; outlives store_
   std::unique_ptr<Store> store_;
   std::unique_ptr<http::HttpClient> client_;
   std::unique_ptr<ThreadPool> fanout_;

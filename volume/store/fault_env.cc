@@ -42,7 +42,7 @@ absl::StatusOr<std::shared_ptr<File>> FaultEnv::Open(const std::string& path, bo
 size_t FaultEnv::Admit(size_t n, bool* enospc) {
   size_t chunk = max_chunk_.load();
   if (chunk > 0 && n > chunk) n = chunk;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (budget_ < 0 || n == 0) return n;
   if (budget_ == 0) {
     *enospc = true;
@@ -56,7 +56,7 @@ size_t FaultEnv::Admit(size_t n, bool* enospc) {
 absl::Status FaultEnv::BeforeSync() {
   std::function<absl::Status()> hook;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     hook = sync_hook_;
   }
   return hook ? hook() : absl::OkStatus();

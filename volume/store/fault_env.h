@@ -7,9 +7,9 @@
 
 #include <atomic>
 #include <functional>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
 #include "volume/store/env.h"
 
 namespace kelp::volume {
@@ -21,14 +21,14 @@ class FaultEnv : public Env {
   // Writes may add at most `bytes` more bytes across all files; the write that crosses the
   // budget is cut short (a short write) and later ones fail with ENOSPC. -1 = unlimited.
   void SetWriteBudget(int64_t bytes) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     budget_ = bytes;
   }
   // Every write returns at most this many bytes (0 = no limit): exercises short-write loops.
   void SetMaxWriteChunk(size_t bytes) { max_chunk_.store(bytes); }
   // Called before every DataSync; may block (to force an interleaving) or return an error.
   void SetSyncHook(std::function<absl::Status()> hook) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     sync_hook_ = std::move(hook);
   }
 
@@ -57,7 +57,7 @@ class FaultEnv : public Env {
   absl::Status BeforeSync();
 
   Env* const base_;
-  std::mutex mu_;
+  Mutex mu_;
   int64_t budget_ ABSL_GUARDED_BY(mu_) = -1;
   std::function<absl::Status()> sync_hook_ ABSL_GUARDED_BY(mu_);
   std::atomic<size_t> max_chunk_{0};

@@ -7,10 +7,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
 #include "volume/store/env.h"
 
 namespace kelp::volume {
@@ -33,7 +33,7 @@ class MemEnv : public Env {
 
  private:
   class MemFile;
-  std::mutex mu_;
+  Mutex mu_;
   std::map<std::string, std::shared_ptr<MemFile>> files_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -38,7 +38,7 @@ absl::Status Store::Load() {
       spdlog::error("volume {}: cannot open {}: {}", id, name, v.status());
       continue;
     }
-    std::lock_guard l(mu_);
+    WriterLock l(mu_);
     if (volumes_.contains(id)) {
       spdlog::error("volume {}: {} duplicates an id already loaded; skipped", id, name);
       continue;
@@ -52,7 +52,7 @@ absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::
                                                         const std::string& replication) {
   uint64_t limit;
   {
-    std::lock_guard l(mu_);
+    WriterLock l(mu_);
     if (auto it = volumes_.find(id); it != volumes_.end()) {
       if (it->second->collection() == collection) return it->second;
       return PosixError(EEXIST, kelp::StrCat("volume ", id, " exists in collection \"",
@@ -70,7 +70,7 @@ absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::
   // Creating the files ends with an fdatasync: done outside the lock, which every request
   // takes to find its volume.
   auto v = Volume::Create(Volume::Options{opts_.dir, id, collection, replication, limit, env_});
-  std::lock_guard l(mu_);
+  WriterLock l(mu_);
   creating_.erase(id);
   if (!v.ok()) return v.status();
   std::shared_ptr<Volume> shared(std::move(*v));
@@ -82,7 +82,7 @@ absl::StatusOr<std::shared_ptr<Volume>> Store::Allocate(uint32_t id, const std::
 }
 
 std::shared_ptr<Volume> Store::Get(uint32_t id) const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   auto it = volumes_.find(id);
   return it == volumes_.end() ? nullptr : it->second;
 }
@@ -90,7 +90,7 @@ std::shared_ptr<Volume> Store::Get(uint32_t id) const {
 absl::Status Store::Delete(uint32_t id) {
   std::shared_ptr<Volume> v;
   {
-    std::lock_guard l(mu_);
+    WriterLock l(mu_);
     auto it = volumes_.find(id);
     if (it == volumes_.end()) return PosixError(ENOENT, kelp::StrCat("volume ", id, " not found"));
     v = std::move(it->second);
@@ -103,7 +103,7 @@ absl::Status Store::Delete(uint32_t id) {
 std::vector<std::shared_ptr<Volume>> Store::List() const {
   std::vector<std::shared_ptr<Volume>> out;
   {
-    std::shared_lock l(mu_);
+    ReaderLock l(mu_);
     out.reserve(volumes_.size());
     for (const auto& [id, v] : volumes_) out.push_back(v);
   }
@@ -112,7 +112,7 @@ std::vector<std::shared_ptr<Volume>> Store::List() const {
 }
 
 void Store::SetVolumeSizeLimit(uint64_t bytes) {
-  std::lock_guard l(mu_);
+  WriterLock l(mu_);
   uint64_t limit = bytes == 0 ? opts_.volume_size_limit : std::min(bytes, opts_.volume_size_limit);
   if (limit == size_limit_) return;
   size_limit_ = limit;
@@ -120,7 +120,7 @@ void Store::SetVolumeSizeLimit(uint64_t bytes) {
 }
 
 uint64_t Store::volume_size_limit() const {
-  std::shared_lock l(mu_);
+  ReaderLock l(mu_);
   return size_limit_;
 }
 

@@ -1,32 +1,15 @@
-// Helpers for the volume tests: a temporary directory removed at scope exit, random blobs.
+// Helpers for the volume tests: random blobs (and the tests' TempDir, shared/testing/temp_dir.h).
 #pragma once
-
-#include <stdlib.h>
 
 #include <filesystem>
 #include <random>
 #include <string>
 
+#include "shared/testing/temp_dir.h"
+
 namespace kelp::volume::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kelp-volume-XXXXXX").string();
-    char* p = mkdtemp(tmpl.data());
-    if (p == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using kelp::testing::TempDir;
 
 // Deterministic pseudo-random bytes, different for each seed.
 inline std::string RandomBlob(uint64_t seed, size_t size) {

@@ -110,7 +110,7 @@ absl::Status Volume::CreateFiles() {
   RETURN_IF_ERROR(env_->CreateDir(opts_.dir));
   RETURN_IF_ERROR(env_->Remove(base_ + ".idx"));  // a stale index without its .dat
   ASSIGN_OR_RETURN(std::shared_ptr<File> dat, env_->Open(base_ + ".dat", true));
-  std::lock_guard l(write_mu_);
+  MutexLock l(write_mu_);
   superblock_.replication = opts_.replication;
   replication_ = opts_.replication;
   std::string sb = EncodeSuperblock(superblock_);
@@ -123,7 +123,7 @@ absl::Status Volume::CreateFiles() {
   ASSIGN_OR_RETURN(std::shared_ptr<File> idx, env_->Open(base_ + ".idx", true));
   RETURN_IF_ERROR(env_->SyncDir(opts_.dir));
   {
-    std::lock_guard m(map_mu_);
+    WriterLock m(map_mu_);
     dat_ = std::move(dat);
     idx_ = std::move(idx);
   }
@@ -136,7 +136,7 @@ absl::Status Volume::CreateFiles() {
 void Volume::RecomputeStats() {
   uint64_t live = 0, live_bytes = 0, tombstones = 0, max_key = 0, map_bytes = 0;
   {
-    std::shared_lock m(map_mu_);
+    ReaderLock m(map_mu_);
     map_.ForEach([&](uint64_t key, CompactMap::Value v) {
       max_key = std::max(max_key, key);
       if (v.deleted()) {
@@ -182,7 +182,7 @@ absl::Status Volume::Append(std::string_view needle, std::string_view data_piece
   File* dat;
   File* idx;
   {
-    std::shared_lock m(map_mu_);
+    ReaderLock m(map_mu_);
     dat = dat_.get();
     idx = idx_.get();
   }
@@ -236,12 +236,12 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
   }
   uint64_t seq;
   {
-    std::lock_guard l(write_mu_);
+    MutexLock l(write_mu_);
     RETURN_IF_ERROR(CheckWritable(len, false));
     std::optional<CompactMap::Value> old;
     std::shared_ptr<File> dat;
     {
-      std::shared_lock m(map_mu_);
+      ReaderLock m(map_mu_);
       old = map_.Get(key);
       if (old && !old->deleted()) dat = dat_;
     }
@@ -256,7 +256,7 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
     IndexRecord rec{key, static_cast<uint32_t>(off / format::kAlignment), res.size};
     RETURN_IF_ERROR(Append(head, data_piece, tail, rec));
     {
-      std::lock_guard m(map_mu_);
+      WriterLock m(map_mu_);
       map_.Set(key, CompactMap::Value{rec.offset_units, rec.size});
       map_bytes_ = map_.MemoryBytes();
     }
@@ -281,12 +281,12 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
   uint64_t seq;
   uint32_t freed;
   {
-    std::lock_guard l(write_mu_);
+    MutexLock l(write_mu_);
     RETURN_IF_ERROR(CheckWritable(needle.size(), true));
     std::optional<CompactMap::Value> old;
     std::shared_ptr<File> dat;
     {
-      std::shared_lock m(map_mu_);
+      ReaderLock m(map_mu_);
       old = map_.Get(key);
       dat = dat_;
     }
@@ -298,7 +298,7 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
     IndexRecord rec{key, static_cast<uint32_t>(off / format::kAlignment), format::kTombstoneSize};
     RETURN_IF_ERROR(Append(needle, {}, {}, rec));
     {
-      std::lock_guard m(map_mu_);
+      WriterLock m(map_mu_);
       map_.Delete(key, rec.offset_units);
     }
     freed = old->size;
@@ -316,28 +316,28 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
 absl::Status Volume::Sync() { return WaitDurable(appended_seq_.load()); }
 
 absl::Status Volume::WaitDurable(uint64_t seq) {
-  std::unique_lock l(sync_mu_);
+  MutexLock l(sync_mu_);
   while (durable_seq_ < seq) {
     if (broken_)
       return PosixError(EIO, kelp::StrCat("volume ", id(), ": an earlier fdatasync failed"));
     if (sync_running_) {
-      sync_cv_.wait(l);
+      sync_cv_.Wait(l);
       continue;
     }
     // Become the leader: sync for every append made so far, ours and other waiters'.
     sync_running_ = true;
     uint64_t target = appended_seq_.load();
-    l.unlock();
+    l.Unlock();
     std::shared_ptr<File> dat;
     {
-      std::shared_lock m(map_mu_);
+      ReaderLock m(map_mu_);
       dat = dat_;
     }
     absl::Status s = dat->DataSync();
     SyncCounter()->Inc();
-    l.lock();
+    l.Lock();
     sync_running_ = false;
-    sync_cv_.notify_all();
+    sync_cv_.NotifyAll();
     if (!s.ok()) {
       // After a failed fdatasync the kernel may have dropped the dirty pages: a retry could
       // "succeed" without the data. Nothing written here is trusted as durable any more.
@@ -351,14 +351,14 @@ absl::Status Volume::WaitDurable(uint64_t seq) {
 }
 
 std::optional<Volume::Handle> Volume::Find(uint64_t key) const {
-  std::shared_lock m(map_mu_);
+  ReaderLock m(map_mu_);
   auto v = map_.Get(key);
   if (!v || v->deleted()) return std::nullopt;
   return Handle{dat_, uint64_t{v->offset_units} * format::kAlignment, v->size, key};
 }
 
 std::optional<uint32_t> Volume::SizeOf(uint64_t key) const {
-  std::shared_lock m(map_mu_);
+  ReaderLock m(map_mu_);
   auto v = map_.Get(key);
   if (!v || v->deleted()) return std::nullopt;
   return v->size;
@@ -384,7 +384,7 @@ absl::StatusOr<std::vector<Volume::Listed>> Volume::List(uint64_t after_key, siz
   *more = false;
   {
     // One pass over the map (it has no seek): cheap next to the header reads below.
-    std::shared_lock m(map_mu_);
+    ReaderLock m(map_mu_);
     map_.ForEach([&](uint64_t key, CompactMap::Value v) {
       if (key <= after_key || v.deleted() || *more) return;
       if (out.size() == limit) {
@@ -497,8 +497,8 @@ void Volume::SetReadOnly(bool read_only) { ordered_read_only_ = read_only; }
 void Volume::SetSizeLimit(uint64_t bytes) { size_limit_ = bytes; }
 
 absl::Status Volume::Destroy() {
-  std::lock_guard c(compact_mu_);
-  std::lock_guard l(write_mu_);
+  MutexLock c(compact_mu_);
+  MutexLock l(write_mu_);
   destroyed_ = true;
   ordered_read_only_ = true;
   for (const char* ext : {".dat", ".idx", ".cpd", ".cpx"})

@@ -12,19 +12,17 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "shared/mutex.h"
 #include "volume/store/compact_map.h"
 #include "volume/store/env.h"
 #include "volume/store/needle.h"
@@ -152,8 +150,9 @@ class Volume {
   explicit Volume(Options options);
   absl::Status CreateFiles();
   absl::Status Load();
-  absl::Status LoadIndex(uint64_t dat_size, uint64_t* indexed_end);
-  absl::Status ScanTail(uint64_t from, uint64_t dat_size);
+  absl::Status LoadIndex(uint64_t dat_size, uint64_t* indexed_end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ScanTail(uint64_t from, uint64_t dat_size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void RecomputeStats() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status CheckWritable(uint64_t needle_len, bool is_delete) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -171,16 +170,18 @@ class Volume {
   std::string replication_;  // from the superblock; fixed once opened
   Env* env_;
 
-  std::mutex compact_mu_;  // one vacuum at a time
+  // Lock order: compact_mu_, then write_mu_, then map_mu_ (each may be taken alone).
+  // sync_mu_ is a leaf: WaitDurable releases it before it takes map_mu_.
+  Mutex compact_mu_ ABSL_ACQUIRED_BEFORE(write_mu_);  // one vacuum at a time
 
-  mutable std::mutex write_mu_ ABSL_ACQUIRED_BEFORE(map_mu_);
+  mutable Mutex write_mu_ ABSL_ACQUIRED_BEFORE(map_mu_);
   uint64_t end_ ABSL_GUARDED_BY(write_mu_) = 0;      // .dat length
   uint64_t idx_end_ ABSL_GUARDED_BY(write_mu_) = 0;  // .idx length
   Superblock superblock_ ABSL_GUARDED_BY(write_mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(write_mu_) = 0;  // needle bytes of live needles
   bool destroyed_ ABSL_GUARDED_BY(write_mu_) = false;
 
-  mutable std::shared_mutex map_mu_;
+  mutable SharedMutex map_mu_;
   CompactMap map_ ABSL_GUARDED_BY(map_mu_);
   std::shared_ptr<File> dat_ ABSL_GUARDED_BY(map_mu_);
   std::shared_ptr<File> idx_ ABSL_GUARDED_BY(map_mu_);
@@ -196,8 +197,8 @@ class Volume {
   // Group commit. appended_seq_ counts appends (never reset, even by vacuum); a leader
   // fdatasyncs for every append with a sequence at or below the one it saw before syncing.
   std::atomic<uint64_t> appended_seq_{0};
-  std::mutex sync_mu_;
-  std::condition_variable sync_cv_;
+  Mutex sync_mu_;
+  CondVar sync_cv_;
   uint64_t durable_seq_ ABSL_GUARDED_BY(sync_mu_) = 0;
   bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
 };

@@ -125,10 +125,10 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   Superblock sb;
   CompactResult result;
   {
-    std::lock_guard l(write_mu_);
+    MutexLock l(write_mu_);
     if (destroyed_) return PosixError(ENOENT, kelp::StrCat("volume ", id(), " was deleted"));
     if (broken_) return PosixError(EIO, kelp::StrCat("volume ", id(), " is broken"));
-    std::shared_lock m(map_mu_);
+    ReaderLock m(map_mu_);
     live.reserve(file_count_.load());
     map_.ForEach([&](uint64_t key, CompactMap::Value v) {
       if (!v.deleted())
@@ -188,7 +188,7 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   uint64_t caught = snap_end;
   uint64_t now_end;
   {
-    std::lock_guard l(write_mu_);
+    MutexLock l(write_mu_);
     now_end = end_;
   }
   if (absl::Status s = CatchUp(id(), *old_dat, &caught, now_end, &w); !s.ok()) return fail(s);
@@ -196,7 +196,7 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   if (hooks && hooks->after_catchup) hooks->after_catchup();
 
   // 4. The switch.
-  std::lock_guard l(write_mu_);
+  MutexLock l(write_mu_);
   if (destroyed_) return fail(PosixError(ENOENT, kelp::StrCat("volume ", id(), " was deleted")));
   if (absl::Status s = CatchUp(id(), *old_dat, &caught, end_, &w); !s.ok()) return fail(s);
   if (absl::Status s = w.Sync(); !s.ok()) return fail(s);
@@ -207,7 +207,7 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
     spdlog::error("volume {}: {}", id(), s);
   if (absl::Status s = env_->SyncDir(opts_.dir); !s.ok()) spdlog::error("volume {}: {}", id(), s);
   {
-    std::lock_guard m(map_mu_);
+    WriterLock m(map_mu_);
     map_ = std::move(w.map());
     dat_ = w.dat();
     idx_ = w.idx();
@@ -218,7 +218,7 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   RecomputeStats();
   {
     // Everything appended so far is in the new, synced .dat.
-    std::lock_guard s(sync_mu_);
+    MutexLock s(sync_mu_);
     durable_seq_ = std::max(durable_seq_, appended_seq_.load());
   }
   result.size_after = end_;

@@ -28,7 +28,7 @@ void Volume::RecoverCompactionFiles() {
 
 absl::Status Volume::Load() {
   RecoverCompactionFiles();
-  std::lock_guard l(write_mu_);
+  MutexLock l(write_mu_);
   ASSIGN_OR_RETURN(std::shared_ptr<File> dat, env_->Open(base_ + ".dat", false));
   ASSIGN_OR_RETURN(uint64_t dat_size, dat->Size());
   if (dat_size < format::kSuperblockSize) {
@@ -53,7 +53,7 @@ absl::Status Volume::Load() {
   for (char ch : replication_) copies_ += ch - '0';
   ASSIGN_OR_RETURN(std::shared_ptr<File> idx, env_->Open(base_ + ".idx", true));
   {
-    std::lock_guard m(map_mu_);
+    WriterLock m(map_mu_);
     dat_ = std::move(dat);
     idx_ = std::move(idx);
   }
@@ -72,7 +72,7 @@ absl::Status Volume::Load() {
 absl::Status Volume::LoadIndex(uint64_t dat_size, uint64_t* indexed_end) {
   std::shared_ptr<File> dat, idx;
   {
-    std::shared_lock m(map_mu_);
+    ReaderLock m(map_mu_);
     dat = dat_;
     idx = idx_;
   }
@@ -86,7 +86,7 @@ absl::Status Volume::LoadIndex(uint64_t dat_size, uint64_t* indexed_end) {
   uint64_t good = 0;  // bytes of valid records
   std::optional<IndexRecord> last;
   std::string buf;
-  std::lock_guard m(map_mu_);
+  WriterLock m(map_mu_);
   bool stop = false;
   for (uint64_t pos = 0; pos < whole && !stop; pos += buf.size()) {
     buf.resize(std::min<uint64_t>(kIndexChunk, whole - pos));
@@ -134,14 +134,14 @@ absl::Status Volume::LoadIndex(uint64_t dat_size, uint64_t* indexed_end) {
 absl::Status Volume::ScanTail(uint64_t from, uint64_t dat_size) {
   std::shared_ptr<File> dat, idx;
   {
-    std::shared_lock m(map_mu_);
+    ReaderLock m(map_mu_);
     dat = dat_;
     idx = idx_;
   }
   DatScanner scanner(*dat, from, dat_size);
   std::string records;
   uint64_t added = 0, end = dat_size;
-  auto flush = [&]() -> absl::Status {
+  auto flush = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) -> absl::Status {
     RETURN_IF_ERROR(WriteFully(*idx, idx_end_, records));
     idx_end_ += records.size();
     records.clear();
@@ -154,7 +154,7 @@ absl::Status Volume::ScanTail(uint64_t from, uint64_t dat_size) {
         IndexRecord r{n.header.key, static_cast<uint32_t>(scanner.offset() / format::kAlignment),
                       n.header.size};
         {
-          std::lock_guard m(map_mu_);
+          WriterLock m(map_mu_);
           if (r.tombstone()) {
             map_.Delete(r.key, r.offset_units);
           } else {

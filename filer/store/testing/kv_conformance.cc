@@ -1,11 +1,12 @@
 #include "filer/store/testing/kv_conformance.h"
 
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include "shared/mutex.h"
 
 namespace kelp::filer::testing {
 namespace {
@@ -217,7 +218,7 @@ void Conflicts(KvStore& kv) {
     REQUIRE(kv.Put("ctr", "0").ok());
     constexpr int kThreads = 4, kEach = 25;
     std::vector<std::thread> threads;
-    std::mutex mu;
+    kelp::Mutex mu;
     std::vector<std::string> errors;  // Catch2 assertions are not thread-safe
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
@@ -233,7 +234,7 @@ void Conflicts(KvStore& kv) {
             }
             if (s.ok()) break;
             if (!IsConflict(s)) {
-              std::lock_guard lock(mu);
+              kelp::MutexLock lock(mu);
               errors.push_back(s.ToString());
               return;
             }
