@@ -7,6 +7,7 @@ namespace kelp {
 int ServerMain(int argc, char** argv);     // cmd/server_main.cc
 int FilerMain(int argc, char** argv);      // filer/filer_main.cc
 int FsckMain(int argc, char** argv);       // filer/fsck_main.cc
+int CopyMain(int argc, char** argv);       // filer/copy_main.cc
 int VolumeMain(int argc, char** argv);     // volume/volume_main.cc
 int MountMain(int argc, char** argv);      // mount/mount_main.cc
 int BenchmarkMain(int argc, char** argv);  // cmd/benchmark_main.cc

@@ -18,11 +18,12 @@ struct Command {
 
 const Command kCommands[] = {
     {"server", kelp::ServerMain, "filer + one volume server in one process (the embedded default)"},
-    {"filer", kelp::FilerMain, "the namespace (RocksDB), cluster coordination and HTTP/gRPC APIs"},
+    {"filer", kelp::FilerMain, "the namespace (RocksDB or PostgreSQL), cluster coordination and HTTP/gRPC APIs"},
     {"volume", kelp::VolumeMain, "a volume server storing blobs in append-only volumes"},
     {"mount", kelp::MountMain, "mount the filesystem with FUSE"},
     {"benchmark", kelp::BenchmarkMain, "write then read n blobs against a cluster, weed-style"},
     {"filer.fsck", kelp::FsckMain, "check (and with -fix repair) the filer's metadata"},
+    {"filer.copy", kelp::CopyMain, "copy a namespace between stores (RocksDB <-> PostgreSQL)"},
     {"security.token", kelp::SecurityTokenMain, "print a token for the filer's HTTP API (docs/security.md)"},
     {"version", kelp::VersionMain, "print the version"},
 };

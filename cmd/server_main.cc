@@ -5,6 +5,7 @@
 #include "cmd/commands.h"
 #include "filer/filer_main.h"
 #include "filer/server/filer_server.h"
+#include "filer/store/open_store.h"
 #include "shared/daemon.h"
 #include "shared/flags.h"
 #include "shared/log.h"
@@ -29,6 +30,7 @@ int ServerMain(int argc, char** argv) {
                 "Data lives under -dir (<dir>/filer and <dir>/volume).");
   flags.Add("dir", &dir, "data directory for both servers");
   flags.Add("ip", &ip, "address to bind and advertise");
+  filer::AddStoreFlags(flags, f.store, "");
   flags.Add("filer.port", &f.port, "filer HTTP port");
   flags.Add("filer.port.grpc", &f.grpc_port, "filer gRPC port (0 = filer.port + 10000)");
   flags.Add("filer.defaultReplication", &f.default_replication, "replication \"xyz\" for writes that name none");

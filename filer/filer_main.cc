@@ -12,7 +12,10 @@
 namespace kelp {
 
 void AddFilerFlags(FlagSet& flags, filer::FilerServerOptions& o, const std::string& prefix) {
-  flags.Add(prefix + "dir", &o.dir, "data directory (RocksDB store under <dir>/meta)");
+  flags.Add(prefix + "dir", &o.dir, "data directory (the rocksdb store lives under <dir>/meta)");
+  filer::AddStoreFlags(flags, o.store, prefix);
+  flags.Add(prefix + "coordinator.leaseMs", &o.coordinator_lease_ms,
+            "filers sharing a store: the coordinator lease, in ms (a dead coordinator is replaced after about this)");
   flags.Add(prefix + "port", &o.port, "HTTP port");
   flags.Add(prefix + "port.grpc", &o.grpc_port, "gRPC port (0 = HTTP port + 10000)");
   flags.Add(prefix + "volumeSizeLimitMB", &o.volume_size_limit_mb, "a volume at or over this size takes no writes, in MiB");
@@ -39,8 +42,9 @@ int FilerMain(int argc, char** argv) {
   std::string log_level = "info";
   std::string security_file;
   FlagSet flags("filer", "kelp filer [flags]",
-                "Runs the filer: the namespace in RocksDB, cluster coordination (volume servers heartbeat to it),\n"
-                "a gRPC API on -port.grpc and an HTTP API on -port.");
+                "Runs the filer: the namespace in RocksDB (or PostgreSQL, shared by several filers: -store=postgres),\n"
+                "cluster coordination (volume servers heartbeat to it, or to the coordinator among the filers\n"
+                "sharing a store), a gRPC API on -port.grpc and an HTTP API on -port.");
   flags.Add("ip", &opts.ip, "address to bind");
   AddFilerFlags(flags, opts, "");
   flags.Add("logLevel", &log_level, "debug, info, warn or error");

@@ -17,8 +17,9 @@ int FsckMain(int argc, char** argv) {
   filer::FsckOptions o;
   o.dir = "./filerdata";
   std::string volumes;
-  FlagSet flags("filer.fsck", "kelp filer.fsck -dir=DIR [-fix] [-volumes=host:port,...] [-v]",
-                "Checks the metadata of a stopped filer: dentries, inodes and nlink, the readdir index,\n"
+  FlagSet flags("filer.fsck", "kelp filer.fsck -dir=DIR | -store=postgres -store.dsn=DSN [-fix] [-volumes=host:port,...] [-v]",
+                "Checks the metadata of a stopped filer (every filer of a shared store stopped): dentries,\n"
+                "inodes and nlink, the readdir index,\n"
                 "orphans, chunk records, the GC queue, the event log and the sequences; with -volumes also\n"
                 "that every chunk's blob is on a volume server and that no blob there is leaked (held but\n"
                 "neither referenced nor queued for GC). -fix repairs what is safe (unreachable inodes go to\n"
@@ -27,6 +28,7 @@ int FsckMain(int argc, char** argv) {
                 "See docs/fsck.md.");
   flags.Add("dir", &o.dir,
             "the filer's data directory (kelp filer -dir; a kelp server -dir or the RocksDB directory also work)");
+  filer::AddStoreFlags(flags, o.store, "");
   flags.Add("fix", &o.fix, "repair what is safe to repair");
   flags.Add("volumes", &volumes,
             "volume servers to check chunk blobs against, comma-separated host:port (HTTP port; gRPC is "

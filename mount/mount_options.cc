@@ -23,7 +23,9 @@ uint32_t MountOptions::umask_bits() const {
 
 void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("dir", &o.dir, "mount point (required): an existing empty directory");
-  flags.Add("filer", &o.filer, "filer HTTP host:port (metadata calls use the same port)");
+  flags.Add("filer", &o.filer,
+            "filer HTTP host:port (metadata calls use the same port); several, comma-separated, of filers sharing one "
+            "store: the mount moves to the next when one cannot be reached");
   flags.Add("filer.path", &o.filer_path, "directory of the filer shown as the mount's root");
   flags.Add("chunkSizeLimitMB", &o.chunk_size_limit_mb,
             "dirty data is buffered and uploaded in chunks of this size, in MiB");

@@ -9,6 +9,7 @@ PACKAGES=(
   librocksdb-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libxxhash-dev libfmt-dev libspdlog-dev libboost-dev catch2 nlohmann-json3-dev
   libfuse3-dev fuse3 curl attr psmisc procps python3
+  libpq-dev postgresql-15
   libssl-dev libjwt-dev libtomlplusplus-dev
   clang-14 libclang-rt-14-dev
   # bench/compare.sh -quick (CI) and its report: workloads, nginx + ab, charts, fsync probe
@@ -38,6 +39,12 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# The PostgreSQL tests start servers of their own (initdb in a temporary directory); the
+# package's default cluster would only be a server nobody uses, listening on 5432.
+if [[ " ${missing[*]} " == *" postgresql-15 "* ]] && [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+  $SUDO mkdir -p /etc/postgresql-common
+  echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
+fi
 # Packages such as nginx would start their service on a machine without systemd: nothing is
 # started by this install (invoke-rc.d asks policy-rc.d; 101 = not allowed).
 if [ ! -e /usr/sbin/policy-rc.d ]; then

@@ -36,7 +36,8 @@ int VolumeMain(int argc, char** argv) {
   flags.Add("concurrentUploadLimitMB", &o.concurrent_upload_limit_mb,
             "upload bodies held in memory at once, in MiB; further uploads wait, then get 503");
   flags.Add("filer", &o.filer,
-            "the filer's HTTP host:port (its gRPC port is port + 10000); empty = standalone");
+            "the filer's HTTP host:port (its gRPC port is port + 10000), or several filers sharing one store, "
+            "comma-separated (heartbeats go to their coordinator); empty = standalone");
   flags.Alias("master", "filer");
   flags.Alias("mserver", "filer");
   flags.Add("dataCenter", &o.data_center, "data center of this server, for replica placement");

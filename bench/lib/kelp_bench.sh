@@ -69,6 +69,49 @@ kb_start_server() {
   sleep 1.5  # the volume server's first heartbeat
 }
 
+# kb_start_postgres: a PostgreSQL 15 of its own (initdb in $KB_DIR/pg, as the postgres user
+# when root; PostgreSQL's defaults, fsync on; 127.0.0.1 on a free port), stopped at exit like
+# everything else. Sets KB_PG_DSN and KB_PG_PID.
+kb_start_postgres() {
+  local bin=${KB_PG_BIN:-/usr/lib/postgresql/15/bin} port i as=()
+  [ -x "$bin/initdb" ] || kb_die "no PostgreSQL at $bin (apt-get install postgresql-15)"
+  mkdir -p "$KB_DIR/pg"
+  if [ "$(id -u)" = 0 ]; then
+    chown postgres "$KB_DIR/pg"
+    as=(runuser -u postgres --)
+  fi
+  "${as[@]}" "$bin/initdb" -D "$KB_DIR/pg/data" -A trust -U postgres -E UTF8 --locale=C >"$KB_DIR/pg.log" 2>&1 ||
+    kb_die "initdb failed (see $KB_DIR/pg.log)"
+  port=$(kb_free_port)
+  "${as[@]}" "$bin/postgres" -D "$KB_DIR/pg/data" -k "$KB_DIR/pg" -c listen_addresses=127.0.0.1 -p "$port" \
+    -c max_connections=200 -c shared_buffers=256MB >>"$KB_DIR/pg.log" 2>&1 &
+  KB_PIDS+=("$!")
+  KB_PG_DSN="host=127.0.0.1 port=$port user=postgres dbname=postgres"
+  for ((i = 0; i < 100; i++)); do
+    if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port"; then
+      KB_PG_PID=$(head -1 "$KB_DIR/pg/data/postmaster.pid")  # the postmaster (runuser is its parent)
+      KB_PIDS+=("$KB_PG_PID")
+      return 0
+    fi
+    sleep 0.1
+  done
+  kb_die "postgres did not start (see $KB_DIR/pg.log)"
+}
+
+# kb_pg_cpu: CPU seconds (user+sys) of the postgres started by kb_start_postgres and every
+# backend it forked, so far: live ones, and those that exited (the postmaster reaped them, so
+# they count in its cutime/cstime).
+kb_pg_cpu() {
+  local p t hz
+  hz=$(getconf CLK_TCK)
+  t=$(awk '{ print $16 + $17 }' "/proc/$KB_PG_PID/stat")
+  for p in "$KB_PG_PID" $(pgrep -P "$KB_PG_PID"); do
+    [ -r "/proc/$p/stat" ] || continue
+    t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
+  done
+  awk -v t="$t" -v hz="$hz" 'BEGIN { printf "%.1f\n", t / hz }'
+}
+
 # kb_stop_server: stops the server kb_start_server started last (unmount its mounts first).
 kb_stop_server() {
   local i keep=()

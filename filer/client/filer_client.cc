@@ -35,10 +35,20 @@ rpc::Channel::Options ChannelOptions(const FilerClientOptions& o) {
 
 }  // namespace
 
-FilerClient::FilerClient(std::string filer, FilerClientOptions options)
-    : opts_(std::move(options)),
-      channel_(std::move(filer), ChannelOptions(opts_)) {
+FilerClient::FilerClient(std::string filer, FilerClientOptions options) : opts_(std::move(options)) {
+  const rpc::Channel::Options copts = ChannelOptions(opts_);
+  std::vector<std::string_view> list = SplitSkipEmpty(filer, ',');
+  if (list.size() <= 1) {
+    channels_.push_back(std::make_unique<rpc::Channel>(std::move(filer), copts));  // as given
+  } else {
+    for (std::string_view a : list) channels_.push_back(std::make_unique<rpc::Channel>(std::string(a), copts));
+  }
   auto& reg = MetricsRegistry::Default();
+  if (channels_.size() > 1) {
+    failovers_metric_ = reg.GetCounter("kelp_filer_client_failovers_total",
+                                       "Moves to the next filer of the list after one could not be reached.",
+                                       {{"client", opts_.metrics_label}});
+  }
   calls_ = std::make_unique<std::atomic<uint64_t>[]>(kMethods);
   call_metrics_.resize(kMethods, nullptr);
   for (size_t i = 1; i < kMethods; ++i) {
@@ -55,11 +65,31 @@ FilerClient::FilerClient(std::string filer, FilerClientOptions options)
 FilerClient::~FilerClient() = default;
 
 absl::Status FilerClient::Connect(std::chrono::milliseconds timeout) {
-  absl::Status s = channel_.Connect(timeout);
-  if (s.ok()) return s;
-  return absl::UnavailableError(kelp::StrCat("cannot reach the filer at ", channel_.address(), " within ",
-                                             timeout.count(), " ms (", s.message(),
-                                             "); is `kelp filer` or `kelp server` running?"));
+  if (channels_.size() == 1) {
+    absl::Status s = channels_[0]->Connect(timeout);
+    if (s.ok()) return s;
+    return absl::UnavailableError(kelp::StrCat("cannot reach the filer at ", channels_[0]->address(), " within ",
+                                               timeout.count(), " ms (", s.message(),
+                                               "); is `kelp filer` or `kelp server` running?"));
+  }
+  std::string errors;
+  for (size_t n = 0; n < channels_.size(); ++n) {
+    size_t at = current_.load();
+    absl::Status s = channels_[at]->Connect(timeout);
+    if (s.ok()) return s;
+    errors += kelp::StrCat(errors.empty() ? "" : "; ", channels_[at]->address(), ": ", s.message());
+    MoveOn(at);
+  }
+  return absl::UnavailableError(kelp::StrCat("cannot reach any filer within ", timeout.count(), " ms each (",
+                                             errors, "); is `kelp filer` running?"));
+}
+
+void FilerClient::MoveOn(size_t from) {
+  size_t to = (from + 1) % channels_.size();
+  if (current_.compare_exchange_strong(from, to)) {
+    ++failovers_;
+    failovers_metric_->Inc();
+  }
 }
 
 uint64_t FilerClient::calls(FilerMethod m) const {
@@ -76,10 +106,42 @@ template <typename Resp, typename Req>
 absl::StatusOr<Resp> FilerClient::Call(FilerMethod m, const Req& req, Kind kind) {
   Resp resp;
   CountCall(m);
-  absl::Status s = channel_.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
-  if (kind == Kind::kRead && s.code() == absl::StatusCode::kUnavailable) {
-    // The connection failed (a filer restart): a read may be asked again on a fresh one.
-    s = channel_.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
+  absl::Status s;
+  if (channels_.size() == 1) {
+    rpc::Channel& channel = *channels_[0];
+    s = channel.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
+    if (kind == Kind::kRead && s.code() == absl::StatusCode::kUnavailable) {
+      // The connection failed (a filer restart): a read may be asked again on a fresh one.
+      s = channel.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
+    }
+  } else {
+    // Each filer of the list at most once, from the current one.
+    for (size_t n = 0; n < channels_.size(); ++n) {
+      size_t at = current_.load();
+      rpc::Channel& channel = *channels_[at];
+      // Connected first (at once when it is; a connection the filer closed, e.g. as it died,
+      // is dropped and made again), so a filer that cannot be reached is known before
+      // anything was sent: then any call may go to the next.
+      channel.DropIfClosed();
+      s = channel.Connect(opts_.connect_timeout);
+      if (!s.ok()) {
+        s = absl::UnavailableError(kelp::StrCat("filer ", channel.address(), ": ", s.message()));
+        MoveOn(at);
+        continue;
+      }
+      s = channel.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
+      if (s.code() == absl::StatusCode::kDeadlineExceeded) {
+        // No answer in time (a hung filer, or a machine gone without closing anything): the
+        // call's time is spent, but the next call goes to the next filer.
+        MoveOn(at);
+        break;
+      }
+      if (s.code() != absl::StatusCode::kUnavailable) break;
+      // The connection failed under the call: the filer may be gone (or restarting; the
+      // next call finds out). A read goes to the next filer; a mutation may have been applied.
+      MoveOn(at);
+      if (kind != Kind::kRead) break;
+    }
   }
   // A mutation counts once it returned, whatever the result: a failed one may have been
   // applied before the error reached us.
@@ -380,8 +442,15 @@ absl::StatusOr<std::unique_ptr<FilerClient::EventStream>> FilerClient::Subscribe
   req.set_path_prefix(std::string(path_prefix));
   req.set_client(std::string(client));
   CountCall(FilerMethod::kSubscribe);
-  ASSIGN_OR_RETURN(auto stream, channel_.OpenStream(MethodNumber(FilerMethod::kSubscribe), req, opts_.connect_timeout));
-  return std::unique_ptr<EventStream>(new EventStream(std::move(stream)));
+  absl::StatusOr<std::unique_ptr<rpc::ClientStream>> stream;
+  for (size_t n = 0; n < channels_.size(); ++n) {
+    size_t at = current_.load();
+    stream = channels_[at]->OpenStream(MethodNumber(FilerMethod::kSubscribe), req, opts_.connect_timeout);
+    if (stream.ok() || channels_.size() == 1 || stream.status().code() != absl::StatusCode::kUnavailable) break;
+    MoveOn(at);  // nothing was subscribed there: the next filer streams the same log
+  }
+  if (!stream.ok()) return stream.status();
+  return std::unique_ptr<EventStream>(new EventStream(std::move(*stream)));
 }
 
 }  // namespace kelp::filer

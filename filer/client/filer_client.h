@@ -9,6 +9,15 @@
 // only reads is sent again once on a fresh connection if the first one failed; a mutation is
 // not (it may have been applied).
 //
+// Several filers sharing one store ("a:8888,b:8888", docs/filer-stores.md): calls go to one
+// of them at a time, the first at the start. When it cannot be reached the client moves to
+// the next one in the list and stays there: a call that never reached the filer (its
+// connection could not be made) is sent to the next filer, whatever it is; a read whose
+// connection failed under it is sent again to the next; a mutation whose connection failed
+// under it is not (it may have been applied) and returns UNAVAILABLE, and the next call goes
+// to the next filer; so does the call after one that got no answer in time. Every filer answers every request, and sessions, opens and the event log
+// live in the store, so moving loses nothing. With one address nothing of this applies.
+//
 // Durability bookkeeping: fsync(2) makes durable what this client changed. The client counts
 // its mutating calls and how many of them the last WAL sync (Fsync, or a commit with sync)
 // covered, so Fsync with nothing owed costs no round trip and no device flush (SyncOwed).
@@ -51,15 +60,20 @@ struct FilerClientOptions {
 
 class FilerClient {
  public:
-  // filer: "host:port" of the filer's HTTP port. Connects on first use.
+  // filer: "host:port" of the filer's HTTP port, or several, comma-separated, of filers
+  // sharing one store. Connects on first use.
   explicit FilerClient(std::string filer, FilerClientOptions options = {});
   ~FilerClient();
   FilerClient(const FilerClient&) = delete;
   FilerClient& operator=(const FilerClient&) = delete;
 
-  // Connects now; UNAVAILABLE with a one-line message if the filer is not there in time.
+  // Connects now (to the first filer of the list that answers); UNAVAILABLE with a one-line
+  // message if none is there in time.
   absl::Status Connect(std::chrono::milliseconds timeout);
-  const std::string& filer() const { return channel_.address(); }
+  // The filer calls go to now.
+  const std::string& filer() const { return channels_[current_.load()]->address(); }
+  // How many times the client moved to another filer of its list.
+  uint64_t failovers() const { return failovers_.load(); }
 
   // ---- Reads ----
   absl::StatusOr<Attr> Lookup(uint64_t parent, std::string_view name);
@@ -156,9 +170,15 @@ class FilerClient {
   absl::StatusOr<Resp> MaybeSync(FilerMethod m, const Req& req, bool sync, bool mutates);
   void MarkSynced(uint64_t covered);
   void CountCall(FilerMethod m);
+  // Moves from filer `from` to the next of the list (unless another thread moved already).
+  void MoveOn(size_t from);
 
   const FilerClientOptions opts_;
-  rpc::Channel channel_;
+  // One per filer of the list; calls go to channels_[current_].
+  std::vector<std::unique_ptr<rpc::Channel>> channels_;
+  std::atomic<size_t> current_{0};
+  std::atomic<uint64_t> failovers_{0};
+  Counter* failovers_metric_ = nullptr;
   std::atomic<uint64_t> mutations_{0};
   std::atomic<uint64_t> synced_{0};
   // By method number: this client's own counts, and the process-wide metrics.

@@ -29,6 +29,11 @@ class ClusterApi {
   // Deletes blobs from every replica. One status per fid, in order: OK when deleted or
   // already absent; an error when it must be retried later.
   virtual std::vector<absl::Status> DeleteBlobs(const std::vector<std::string>& fids) = 0;
+
+  // Whether this filer holds the coordinator lease (several filers on one store: only the
+  // holder talks to volume servers, collects garbage and does the store-wide chores). A lone
+  // filer always does.
+  virtual bool IsCoordinator() { return true; }
 };
 
 }  // namespace kelp::filer

@@ -17,23 +17,46 @@ grpc::Status ClusterGrpcService::Heartbeat(grpc::ServerContext*, const cluster::
     if (req->ip().empty() || req->port() == 0 || req->port() > 65535) {
       return absl::InvalidArgumentError("heartbeat needs ip and port");
     }
+    if (router_ && !router_->IsCoordinator()) {
+      std::string leader = router_->RemoteCoordinator();
+      if (leader.empty()) return absl::UnavailableError("this filer is not the coordinator and knows none yet");
+      resp->set_leader(leader);
+      return absl::OkStatus();
+    }
     *resp = topology_->Heartbeat(*req);
     return absl::OkStatus();
   });
 }
 
-grpc::Status ClusterGrpcService::Assign(grpc::ServerContext*, const cluster::AssignRequest* req,
+namespace {
+
+// A request another filer forwarded is never forwarded again (two filers that each take the
+// other for the coordinator must not bounce it between them).
+bool Forwarded(grpc::ServerContext* ctx) {
+  return ctx->client_metadata().count(std::string(ClusterRouter::kForwardedHeader)) > 0;
+}
+
+}  // namespace
+
+grpc::Status ClusterGrpcService::Assign(grpc::ServerContext* ctx, const cluster::AssignRequest* req,
                                         cluster::AssignResponse* resp) {
   return GuardedCall("Assign", [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, topology_->Assign(*req));
+    if (router_ && Forwarded(ctx) && !router_->IsCoordinator()) {
+      return absl::UnavailableError("this filer is not the coordinator (any more)");
+    }
+    ASSIGN_OR_RETURN(*resp, router_ && !Forwarded(ctx) ? router_->Assign(*req) : topology_->Assign(*req));
     return absl::OkStatus();
   });
 }
 
-grpc::Status ClusterGrpcService::LookupVolume(grpc::ServerContext*, const cluster::LookupVolumeRequest* req,
+grpc::Status ClusterGrpcService::LookupVolume(grpc::ServerContext* ctx, const cluster::LookupVolumeRequest* req,
                                               cluster::LookupVolumeResponse* resp) {
   return GuardedCall("LookupVolume", [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, topology_->LookupVolume(*req));
+    if (router_ && Forwarded(ctx) && !router_->IsCoordinator()) {
+      return absl::UnavailableError("this filer is not the coordinator (any more)");
+    }
+    ASSIGN_OR_RETURN(*resp, router_ && !Forwarded(ctx) ? router_->LookupVolume(*req)
+                                                       : topology_->LookupVolume(*req));
     return absl::OkStatus();
   });
 }
@@ -44,6 +67,8 @@ bool ClusterHttpRoutes::Owns(const http::Request& req) {
 }
 
 bool ClusterHttpRoutes::RunInline(const http::Request& req) const {
+  // A filer that is not the coordinator forwards: not on the event loop.
+  if (!api_->IsCoordinator()) return false;
   if (req.path() == "/dir/lookup") return true;
   if (req.path() != "/dir/assign") return false;
   return topology_->HasWritable(req.query("collection").value_or(""), req.query("replication").value_or(""));
@@ -71,7 +96,7 @@ void ClusterHttpRoutes::Assign(http::Request& req, http::ResponseWriter& w) {
   }
   ar.set_replication(req.query("replication").value_or(""));
   ar.set_collection(req.query("collection").value_or(""));
-  auto r = topology_->Assign(ar);
+  auto r = api_->Assign(ar);
   if (!r.ok()) {
     w.SendStatus(r.status());
     return;
@@ -95,7 +120,7 @@ void ClusterHttpRoutes::Lookup(http::Request& req, http::ResponseWriter& w) {
   }
   cluster::LookupVolumeRequest lr;
   lr.add_volume_ids(vid);
-  auto r = topology_->LookupVolume(lr);
+  auto r = api_->LookupVolume(lr);
   if (!r.ok()) {
     w.SendStatus(r.status());
     return;

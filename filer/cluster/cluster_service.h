@@ -3,6 +3,7 @@
 // Topology, convert the Status once. Thread-safe (Topology is).
 #pragma once
 
+#include "filer/cluster/cluster_router.h"
 #include "filer/cluster/topology.h"
 #include "proto/cluster.grpc.pb.h"
 #include "shared/http/http_server.h"
@@ -11,7 +12,10 @@ namespace kelp::filer {
 
 class ClusterGrpcService final : public cluster::Cluster::Service {
  public:
-  explicit ClusterGrpcService(Topology* topology) : topology_(topology) {}
+  // router (optional): when this filer is not the coordinator, heartbeats are answered with
+  // the coordinator's address (HeartbeatResponse.leader) and Assign/LookupVolume forwarded.
+  explicit ClusterGrpcService(Topology* topology, ClusterRouter* router = nullptr)
+      : topology_(topology), router_(router) {}
   grpc::Status Heartbeat(grpc::ServerContext*, const cluster::HeartbeatRequest* req,
                          cluster::HeartbeatResponse* resp) override;
   grpc::Status Assign(grpc::ServerContext*, const cluster::AssignRequest* req, cluster::AssignResponse* resp) override;
@@ -20,12 +24,16 @@ class ClusterGrpcService final : public cluster::Cluster::Service {
 
  private:
   Topology* topology_;
+  ClusterRouter* router_;
 };
 
 // Routes under /dir/. Returns false from Serve when the path is not one of them.
 class ClusterHttpRoutes {
  public:
-  explicit ClusterHttpRoutes(Topology* topology) : topology_(topology) {}
+  // api: where Assign and LookupVolume go (the router on a filer that shares its store);
+  // nullptr = topology.
+  explicit ClusterHttpRoutes(Topology* topology, ClusterApi* api = nullptr)
+      : topology_(topology), api_(api ? api : topology) {}
   static bool Owns(const http::Request& req);
   // Assign can run on the event loop when no volume growth is needed.
   bool RunInline(const http::Request& req) const;
@@ -35,6 +43,7 @@ class ClusterHttpRoutes {
   void Assign(http::Request& req, http::ResponseWriter& w);
   void Lookup(http::Request& req, http::ResponseWriter& w);
   Topology* topology_;
+  ClusterApi* api_;
 };
 
 }  // namespace kelp::filer

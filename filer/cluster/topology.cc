@@ -70,6 +70,12 @@ void Topology::Stop() {
   grown_.NotifyAll();
 }
 
+void Topology::HoldGrowthFor(std::chrono::milliseconds d) {
+  MutexLock lock(mu_);
+  no_grow_until_ = std::chrono::steady_clock::now() + d;
+  grown_.NotifyAll();
+}
+
 std::string Topology::LayoutKey(const std::string& collection, const std::string& replication) {
   return collection + "/" + replication;
 }
@@ -117,6 +123,7 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
     }
     s.volumes = std::move(reported);
   }
+  grown_.NotifyAll();  // an Assign may be waiting for volumes to be known
   // A filer whose store was lost must still never reuse a volume id or a needle key.
   if (max_vid > 0) {
     if (auto st = volume_ids_.RaiseAbove(max_vid); !st.ok()) spdlog::error("raise volume id sequence: {}", st);
@@ -206,6 +213,10 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
           for (const auto& u : urls) *resp.add_locations() = LocationOf(u);
           break;
         }
+        if (std::chrono::steady_clock::now() < no_grow_until_) {
+          grown_.WaitUntil(lock, no_grow_until_);  // heartbeats wake it
+          continue;
+        }
         if (attempt >= 2) {
           return PosixError(ENOSPC, StrCat("no writable volume for collection \"", collection, "\" replication ",
                                            replication, " and none could be grown"));
@@ -244,8 +255,13 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
   return resp;
 }
 
-absl::Status Topology::Grow(const std::string& collection, const Replication& rep) {
-  int want = opts_.growth_count > 0 ? opts_.growth_count : AutoGrowth(rep.copies());
+absl::Status Topology::GrowVolumes(const std::string& collection, const std::string& replication, int count) {
+  ASSIGN_OR_RETURN(Replication rep, Replication::Parse(replication.empty() ? opts_.default_replication : replication));
+  return Grow(collection, rep, std::max(count, 1));
+}
+
+absl::Status Topology::Grow(const std::string& collection, const Replication& rep, int want) {
+  if (want <= 0) want = opts_.growth_count > 0 ? opts_.growth_count : AutoGrowth(rep.copies());
   int grown = 0;
   absl::Status last_error;
   for (int i = 0; i < want; ++i) {

@@ -60,6 +60,14 @@ class Topology : public ClusterApi {
   Capacity GetCapacity() override;
   std::vector<absl::Status> DeleteBlobs(const std::vector<std::string>& fids) override;
 
+  // For a while, an Assign that finds no writable volume waits for heartbeats rather than
+  // growing new volumes: a filer that just became the coordinator knows no volumes until the
+  // volume servers have found it.
+  void HoldGrowthFor(std::chrono::milliseconds d);
+  // Allocates count new volumes of a layout now (SeaweedFS's volume.grow). OK if at least one
+  // could be placed.
+  absl::Status GrowVolumes(const std::string& collection, const std::string& replication, int count);
+
   // True when Assign for this layout can answer from memory (no volume growth needed).
   bool HasWritable(const std::string& collection, const std::string& replication) const;
   nlohmann::json StatusJson() const;
@@ -90,8 +98,9 @@ class Topology : public ClusterApi {
   std::vector<uint32_t> WritableVolumesLocked(const std::string& collection, const std::string& replication) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   cluster::Location LocationOf(const std::string& url) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Allocates new volumes for a layout; called without mu_ held.
-  absl::Status Grow(const std::string& collection, const Replication& rep);
+  // Allocates new volumes for a layout (want 0 = options.growth_count or by copies); called
+  // without mu_ held.
+  absl::Status Grow(const std::string& collection, const Replication& rep, int want = 0);
 
   const Options opts_;
   KvStore* const kv_;
@@ -107,6 +116,7 @@ class Topology : public ClusterApi {
   std::map<uint32_t, Volume> volumes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Layout> layouts_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point no_grow_until_ ABSL_GUARDED_BY(mu_);
 
   Mutex stop_mu_;
   CondVar stop_cv_;

@@ -55,7 +55,7 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
     if (before.IsDir()) return PosixError(EISDIR, "inode is a directory");
     GetChunksResponse resp;
     if (before.inline_size > 0) {
-      auto data = kv_->Get(keys::InlineKey(ino));
+      auto data = rd().Get(keys::InlineKey(ino));
       if (data.ok()) {
         resp.set_inline_data(std::move(*data));
       } else if (!absl::IsNotFound(data.status())) {
@@ -63,7 +63,7 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
       }
     }
     std::string prefix = keys::ChunkPrefix(ino);
-    auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+    auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
     for (; it->Valid(); it->Next()) {
       ASSIGN_OR_RETURN(*resp.add_chunks(), DecodeChunk(keys::SecondU64(it->key()), it->value()));
     }
@@ -78,10 +78,13 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
     ASSIGN_OR_RETURN(auto r, read());
     if (r) return std::move(*r);
   }
-  auto guard = locks_.Lock({ino});
-  ASSIGN_OR_RETURN(auto r, read());
-  if (!r) return absl::InternalError("chunk list changed under its lock");
-  return std::move(*r);
+  // Under the inode's lock and in one transaction: nothing changes it, whichever filer writes.
+  return Transact([&]() -> absl::StatusOr<GetChunksResponse> {
+    auto guard = locks_.Lock({ino});
+    ASSIGN_OR_RETURN(auto r, read());
+    if (!r) return absl::InternalError("chunk list changed under its lock");
+    return std::move(*r);
+  });
 }
 
 absl::Status FilerService::AttachJournal(uint64_t ino, GetChunksResponse* resp) {
@@ -118,6 +121,10 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChun
   }
   if (req.attrs().valid() & SET_ATTR_SIZE) return PosixError(EINVAL, "a commit's attributes cannot set the size");
   if (req.min_size() > kMaxFileSize) return PosixError(EFBIG, "size too large");
+  return Transact([&] { return CommitChunksOnce(req); });
+}
+
+absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const CommitChunksRequest& req) {
   const uint64_t ino = req.ino();
   const size_t n = static_cast<size_t>(req.chunks_size());
   CommitChunksResponse resp;
@@ -128,6 +135,14 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChun
     uint64_t first = 0;
     if (n > 0) {
       ASSIGN_OR_RETURN(first, chunk_seq_.Next(n));
+      // Newer chunks must win over older ones. Another filer's sequence range may be ahead
+      // of this one's: then move this one past the inode's newest seq.
+      if (first <= rec.last_chunk_seq) {
+        RETURN_IF_ERROR(chunk_seq_.RaiseAbove(rec.last_chunk_seq));
+        ASSIGN_OR_RETURN(first, chunk_seq_.Next(n));
+      }
+      if (!rec.xattrs_counted) RETURN_IF_ERROR(CountXattrs(rec, 0));  // the seq trails the count
+      rec.last_chunk_seq = first + n - 1;
     }
     Mutation m(this, guard);
     if (req.replace()) RETURN_IF_ERROR(DropContentLocked(m, rec));
@@ -176,7 +191,7 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
   std::vector<Chunk> all;
   all.reserve(rec.chunk_count);
   std::string prefix = keys::ChunkPrefix(rec.ino);
-  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(all.emplace_back(), DecodeChunk(keys::SecondU64(it->key()), it->value()));
   }
@@ -221,7 +236,7 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
 absl::Status FilerService::DropContentLocked(Mutation& m, InodeRecord& rec) {
   std::set<std::string> fids;
   std::string prefix = keys::ChunkPrefix(rec.ino);
-  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
     if (c.fid().empty()) {
@@ -249,6 +264,11 @@ absl::StatusOr<Attr> FilerService::WriteInline(uint64_t ino, std::string_view da
   if (attrs != nullptr && (attrs->valid() & SET_ATTR_SIZE)) {
     return PosixError(EINVAL, "a commit's attributes cannot set the size");
   }
+  return Transact([&] { return WriteInlineOnce(ino, data, mtime_ns, sync, attrs); });
+}
+
+absl::StatusOr<Attr> FilerService::WriteInlineOnce(uint64_t ino, std::string_view data,
+                                                   int64_t mtime_ns, bool sync, const SetAttrRequest* attrs) {
   Attr out;
   {
     auto guard = locks_.Lock({ino});

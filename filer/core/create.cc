@@ -32,6 +32,25 @@ absl::StatusOr<Attr> FilerService::Symlink(uint64_t parent, std::string_view nam
 }
 
 absl::StatusOr<Attr> FilerService::CreateNode(const CreateArgs& a, std::string_view target) {
+  uint64_t existing = 0;
+  ASSIGN_OR_RETURN(Attr attr, Transact([&] { return CreateNodeOnce(a, target, &existing); }));
+  if (existing == 0) return attr;
+  // open(O_CREAT) of an existing file opens it (Open() is a transaction of its own), and
+  // O_TRUNC truncates it.
+  if (a.open_handle) RETURN_IF_ERROR(Open(a.session, existing));
+  ASSIGN_OR_RETURN(attr, GetAttr(existing));
+  if (!a.truncate || attr.size() == 0) return attr;
+  SetAttrRequest t;
+  t.set_ino(existing);
+  t.set_valid(SET_ATTR_SIZE);
+  t.set_size(0);
+  auto truncated = SetAttr(t);
+  if (!truncated.ok() && a.open_handle) RETURN_IF_ERROR(Release(a.session, existing));
+  return truncated;
+}
+
+absl::StatusOr<Attr> FilerService::CreateNodeOnce(const CreateArgs& a, std::string_view target,
+                                                  uint64_t* existing_ino) {
   RETURN_IF_ERROR(ValidateName(a.name));
   uint32_t type = a.mode & S_IFMT;
   if (type == 0) type = S_IFREG;
@@ -47,8 +66,10 @@ absl::StatusOr<Attr> FilerService::CreateNode(const CreateArgs& a, std::string_v
       [[fallthrough]];
     default: return PosixError(EINVAL, StrCat("cannot create file type ", type >> 12));
   }
-  if (a.open_handle && !sessions_.Exists(a.session)) {
-    return absl::NotFoundError(StrCat("unknown session ", a.session));
+  if (a.open_handle) {
+    RETURN_IF_ERROR(SessionTable::ValidateId(a.session));
+    ASSIGN_OR_RETURN(bool known, sessions_.Exists(rd(), a.session));
+    if (!known) return absl::NotFoundError(StrCat("unknown session ", a.session));
   }
 
   auto guard = locks_.Lock({a.parent});
@@ -58,18 +79,8 @@ absl::StatusOr<Attr> FilerService::CreateNode(const CreateArgs& a, std::string_v
   if (existing) {
     if (type != S_IFREG || a.exclusive) return PosixError(EEXIST, StrCat(a.name, " exists"));
     if (existing->type == S_IFDIR) return PosixError(EISDIR, StrCat(a.name, " is a directory"));
-    guard.Unlock();
-    // open(O_CREAT) of an existing file opens it; Open() takes the inode's own lock.
-    if (a.open_handle) RETURN_IF_ERROR(Open(a.session, existing->ino));
-    ASSIGN_OR_RETURN(Attr attr, GetAttr(existing->ino));
-    if (!a.truncate || attr.size() == 0) return attr;
-    SetAttrRequest t;
-    t.set_ino(existing->ino);
-    t.set_valid(SET_ATTR_SIZE);
-    t.set_size(0);
-    auto truncated = SetAttr(t);
-    if (!truncated.ok() && a.open_handle) RETURN_IF_ERROR(Release(a.session, existing->ino));
-    return truncated;
+    *existing_ino = existing->ino;  // opened by CreateNode, outside this transaction
+    return Attr();
   }
 
   ASSIGN_OR_RETURN(uint64_t ino, inode_seq_.Next());
@@ -97,11 +108,14 @@ absl::StatusOr<Attr> FilerService::CreateNode(const CreateArgs& a, std::string_v
   Event created = MakeEvent(EVENT_CREATE, r, a.parent, a.name);
   created.set_parent_version(dir.version);
   m.Emit(std::move(created));
-  // Nobody can see the inode before the commit, so counting the open first is safe; it
-  // makes an immediate unlink by another client orphan the file rather than purge it.
-  if (a.open_handle) RETURN_IF_ERROR(sessions_.Open(a.session, ino));
+  // The open is part of the create, so an immediate unlink by another client orphans the
+  // file rather than purging it; the session must still exist when it commits.
+  if (a.open_handle) {
+    RETURN_IF_ERROR(sessions_.AddOpen(rd(), m.batch(), a.session, ino, true));
+    m.batch().Require(SessionTable::Key(a.session));
+  }
   if (auto s = m.Commit(); !s.ok()) {
-    if (a.open_handle) sessions_.Release(a.session, ino);
+    if (MissingKeyOf(s)) return absl::NotFoundError(StrCat("unknown session ", a.session));
     return s;
   }
   return r.ToAttr();

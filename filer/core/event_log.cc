@@ -1,20 +1,56 @@
 #include "filer/core/event_log.h"
 
 #include <algorithm>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "filer/store/coding.h"
 #include "filer/store/keys.h"
 #include "shared/log.h"
+#include "shared/status.h"
 #include "shared/strings.h"
 
 namespace kelp::filer {
 namespace {
 
-// Event seqs reserved per persisted mark.
+// Event seqs reserved per persisted mark (stores only this process opens).
 constexpr uint64_t kEventSeqStep = 16384;
 // Events examined per Trim() step and per subscriber scan.
 constexpr size_t kTrimScan = 10'000;
 constexpr size_t kReadScan = 1'024;
+// Attempts at opening a range before giving up.
+constexpr int kOpenAttempts = 50;
+
+std::string EncodeRange(uint64_t limit, int64_t expires_ms, std::string_view owner) {
+  std::string v;
+  PutVarint64(&v, limit);
+  PutVarint64(&v, static_cast<uint64_t>(expires_ms));
+  PutLengthPrefixed(&v, owner);
+  return v;
+}
+
+bool DecodeRange(std::string_view v, uint64_t* limit, int64_t* expires_ms) {
+  uint64_t e = 0;
+  if (!GetVarint64(&v, limit) || !GetVarint64(&v, &e)) return false;
+  *expires_ms = static_cast<int64_t>(e);
+  return true;
+}
+
+absl::StatusOr<uint64_t> ReadU64(KvReader& r, const std::string& key, uint64_t absent) {
+  auto v = r.Get(key);
+  if (absl::IsNotFound(v.status())) return absent;
+  if (!v.ok()) return v.status();
+  if (v->size() != 8) return absl::DataLossError(StrCat("corrupt ", key));
+  return DecodeFixed64BE(*v);
+}
+
+void Backoff(int attempt) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  std::this_thread::sleep_for(std::chrono::microseconds(
+      std::uniform_int_distribution<int>(100, 1000 << std::min(attempt, 6))(rng)));
+}
 
 }  // namespace
 
@@ -29,55 +65,332 @@ Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::st
 }
 
 EventLog::EventLog(KvStore* kv, Clock* clock, const FilerOptions& opts)
-    : kv_(kv), clock_(clock), opts_(opts), seq_(kv, keys::kEventSeq, kEventSeqStep) {}
+    : kv_(kv), clock_(clock), opts_(opts), seq_(kv, keys::kEventSeq, kEventSeqStep) {
+  std::random_device rd;
+  owner_ = fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+EventLog::~EventLog() { Stop(); }
 
 absl::Status EventLog::Load() {
-  if (auto s = seq_.Load(1); !s.ok()) return s;
-  uint64_t floor = 1;
-  auto v = kv_->Get(keys::MetaKey(keys::kEventFloorName));
-  if (v.ok()) {
-    if (v->size() != 8) return absl::DataLossError("corrupt event floor");
-    floor = DecodeFixed64BE(*v);
-  } else if (!absl::IsNotFound(v.status())) {
-    return v.status();
+  ASSIGN_OR_RETURN(uint64_t floor, ReadU64(*kv_, keys::MetaKey(keys::kEventFloorName), 1));
+  if (!shared()) {
+    if (auto s = seq_.Load(1); !s.ok()) return s;
+    MutexLock lock(mu_);
+    published_ = seq_.Peek() - 1;
+    floor_ = std::max<uint64_t>(floor, 1);
+    return absl::OkStatus();
   }
+  auto txn = kv_->Begin();
+  ASSIGN_OR_RETURN(Snapshot snap, ReadSnapshot(*txn));
   MutexLock lock(mu_);
-  published_ = seq_.Peek() - 1;
-  floor_ = std::max<uint64_t>(floor, 1);
+  floor_ = std::max<uint64_t>(snap.floor, 1);
+  ApplySnapshotLocked(snap, snap.q);
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> EventLog::Reserve(size_t n) {
-  MutexLock lock(mu_);
-  return seq_.Next(n);
+void EventLog::Start() {
+  if (!shared() || poller_.joinable()) return;
+  poller_ = std::thread([this] { PollLoop(); });
 }
 
-absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events, bool sync) {
-  if (events.empty()) return kv_->Write(b, sync);
-  auto first = Reserve(events.size());
-  if (!first.ok()) return first.status();
+absl::StatusOr<EventLog::Reservation> EventLog::Reserve(size_t n) {
+  if (shared()) return ReserveShared(n);
+  MutexLock lock(mu_);
+  ASSIGN_OR_RETURN(uint64_t first, seq_.Next(n));
+  return Reservation{first, {}};
+}
+
+absl::Status EventLog::Prepare() {
+  if (!shared()) return absl::OkStatus();
+  // A range this close to the end of its life would likely be retired by Poll() while the
+  // transaction runs; take the next one now instead.
+  const int64_t renew = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.event_range_life).count() * 4 / 5;
+  {
+    MutexLock lock(mu_);
+    if (ActiveFreshLocked(renew)) return absl::OkStatus();
+  }
+  MutexLock open(open_mu_);
+  {
+    MutexLock lock(mu_);
+    if (ActiveFreshLocked(renew)) return absl::OkStatus();
+  }
+  return OpenRange(1);
+}
+
+bool EventLog::ActiveFreshLocked(int64_t renew_ns) const {
+  if (active_ == 0) return false;
+  const Range& r = own_.at(active_);
+  return !r.retired && r.next < r.limit && clock_->MonoNs() - r.opened_mono_ns < renew_ns;
+}
+
+bool EventLog::TakeLocked(size_t n, Reservation* out) {
+  if (active_ == 0) return false;
+  Range& r = own_.at(active_);
+  // Age alone does not retire it here (Poll and Prepare do): a transaction that began with
+  // this range keeps using it, the one whose key it saw.
+  if (r.retired || r.next + n > r.limit) {
+    r.retired = true;
+    active_ = 0;
+    return false;
+  }
+  out->first = r.next;
+  out->guard = keys::EventRangeKey(r.first);
+  for (size_t i = 0; i < n; ++i) r.inflight.insert(r.next + i);
+  r.next += n;
+  return true;
+}
+
+absl::StatusOr<EventLog::Reservation> EventLog::ReserveShared(size_t n) {
+  Reservation res;
+  {
+    MutexLock lock(mu_);
+    if (TakeLocked(n, &res)) return res;
+  }
+  MutexLock open(open_mu_);
+  {
+    MutexLock lock(mu_);
+    if (TakeLocked(n, &res)) return res;  // another thread opened one meanwhile
+  }
+  RETURN_IF_ERROR(OpenRange(n));
+  MutexLock lock(mu_);
+  if (!TakeLocked(n, &res)) return absl::InternalError("a new event range is already used up");
+  return res;
+}
+
+absl::StatusOr<EventLog::Snapshot> EventLog::ReadSnapshot(KvReader& r) {
+  Snapshot s;
+  ASSIGN_OR_RETURN(s.q, ReadU64(r, keys::SequenceKey(keys::kEventSeq), 1));
+  s.q = std::max<uint64_t>(s.q, 1);
+  ASSIGN_OR_RETURN(s.floor, ReadU64(r, keys::MetaKey(keys::kEventFloorName), 1));
+  std::string family = keys::Family(keys::kEventRange);
+  auto it = r.Scan(family, keys::PrefixEnd(family));
+  for (; it->Valid(); it->Next()) {
+    uint64_t limit = 0;
+    int64_t expires = 0;
+    if (it->key().size() != 9 || !DecodeRange(it->value(), &limit, &expires)) {
+      return absl::DataLossError("corrupt event range record");
+    }
+    s.ranges[keys::FirstU64(it->key())] = {limit, expires};
+  }
+  RETURN_IF_ERROR(it->status());
+  return s;
+}
+
+void EventLog::ApplySnapshotLocked(const Snapshot& s, uint64_t q_after) {
+  // Q only grows, so a snapshot with a lower mark is older than the one held: the ranges it
+  // lists may miss some opened since.
+  if (q_after < known_q_) return;
+  known_q_ = q_after;
+  remote_.clear();
+  for (const auto& [first, v] : s.ranges) {
+    if (!own_.count(first)) remote_.insert(first);
+  }
+  floor_ = std::max(floor_, s.floor);
+  RecomputeLocked();
+}
+
+absl::Status EventLog::OpenRange(size_t n) {
+  const uint64_t size = std::max<uint64_t>(opts_.event_range_size, n);
+  const int64_t expires =
+      clock_->WallNs() / 1'000'000 + std::chrono::duration_cast<std::chrono::milliseconds>(opts_.event_range_lease).count();
+  for (int attempt = 0;; ++attempt) {
+    auto txn = kv_->Begin();
+    auto snap = ReadSnapshot(*txn);
+    absl::Status s = snap.status();
+    if (s.ok()) {
+      WriteBatch b;
+      std::string q;
+      PutFixed64BE(&q, snap->q + size);
+      b.Put(keys::SequenceKey(keys::kEventSeq), q);
+      b.Put(keys::EventRangeKey(snap->q), EncodeRange(snap->q + size, expires, owner_));
+      s = txn->Commit(b, false);
+    }
+    if (s.ok()) {
+      MutexLock lock(mu_);
+      Range r;
+      r.first = r.next = snap->q;
+      r.limit = snap->q + size;
+      r.opened_mono_ns = clock_->MonoNs();
+      if (active_ != 0) own_.at(active_).retired = true;
+      own_[r.first] = std::move(r);
+      active_ = snap->q;
+      // Nobody could open a range between this transaction's reads and its commit (they
+      // would have conflicted on the mark), so its snapshot holds up to the new mark.
+      ApplySnapshotLocked(*snap, snap->q + size);
+      return absl::OkStatus();
+    }
+    if (!IsConflict(s) || attempt + 1 >= kOpenAttempts) return s;
+    Backoff(attempt);
+  }
+}
+
+absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events, bool sync, KvTxn* txn) {
+  auto commit = [&] { return txn != nullptr ? txn->Commit(b, sync) : kv_->Write(b, sync); };
+  if (events.empty()) return commit();
+  ASSIGN_OR_RETURN(Reservation res, Reserve(events.size()));
+  if (!res.guard.empty()) b.Require(res.guard);
   int64_t now = clock_->WallNs();
   for (size_t i = 0; i < events.size(); ++i) {
     Event& e = events[i];
-    e.set_seq(*first + i);
+    e.set_seq(res.first + i);
     if (e.time_ns() == 0) e.set_time_ns(now);
-    b.Put(keys::EventKey(*first + i), e.SerializeAsString());
+    b.Put(keys::EventKey(res.first + i), e.SerializeAsString());
   }
-  absl::Status s = kv_->Write(b, sync);
-  Complete(*first, events.size());
+  absl::Status s = commit();
+  Complete(res.first, events.size());
+  if (!s.ok() && !res.guard.empty()) {
+    if (auto missing = MissingKeyOf(s); missing && *missing == res.guard) {
+      // Absent from this transaction's snapshot: revoked, or opened after the snapshot was
+      // taken (then it is still there). Either way the operation runs again.
+      auto cur = kv_->Get(res.guard);
+      if (absl::IsNotFound(cur.status())) Revoked(res.guard);
+      return ConflictError("the event range is not in this transaction's snapshot");
+    }
+  }
   return s;
 }
 
 void EventLog::Complete(uint64_t first, size_t n) {
   {
     MutexLock lock(mu_);
-    for (size_t i = 0; i < n; ++i) done_.insert(first + i);
-    while (!done_.empty() && *done_.begin() == published_ + 1) {
-      done_.erase(done_.begin());
-      ++published_;
+    if (shared()) {
+      auto it = own_.upper_bound(first);
+      if (it == own_.begin()) return;  // its range was revoked and forgotten
+      --it;
+      for (size_t i = 0; i < n; ++i) it->second.inflight.erase(first + i);
+      RecomputeLocked();
+    } else {
+      for (size_t i = 0; i < n; ++i) done_.insert(first + i);
+      while (!done_.empty() && *done_.begin() == published_ + 1) {
+        done_.erase(done_.begin());
+        ++published_;
+      }
     }
   }
   cv_.NotifyAll();
+}
+
+void EventLog::Revoked(std::string_view guard) {
+  MutexLock lock(mu_);
+  if (guard.size() != 9) return;
+  uint64_t first = keys::FirstU64(guard);
+  auto it = own_.find(first);
+  if (it == own_.end()) return;
+  spdlog::warn("filer: event range {} was revoked (its lease ran out); taking a new one", first);
+  if (active_ == first) active_ = 0;
+  own_.erase(it);
+  RecomputeLocked();
+}
+
+void EventLog::RecomputeLocked() {
+  uint64_t w = known_q_;
+  if (!remote_.empty()) w = std::min(w, *remote_.begin());
+  for (const auto& [first, r] : own_) {
+    if (!r.inflight.empty()) {
+      w = std::min(w, *r.inflight.begin());
+    } else if (!r.retired) {
+      w = std::min(w, r.next);
+    }
+  }
+  if (w > 0 && w - 1 > published_) {
+    published_ = w - 1;
+    cv_.NotifyAll();
+  }
+}
+
+absl::Status EventLog::CloseRangeInStore(uint64_t first, uint64_t limit, bool must_exist) {
+  for (int attempt = 0;; ++attempt) {
+    auto txn = kv_->Begin();
+    // Reading every event key of the range makes a concurrent write into it conflict.
+    absl::Status s = txn->Count(keys::EventKey(first), keys::EventKey(limit)).status();
+    if (s.ok() && must_exist) {
+      auto v = txn->Get(keys::EventRangeKey(first));
+      if (absl::IsNotFound(v.status())) return absl::OkStatus();
+      s = v.status();
+    }
+    if (s.ok()) {
+      WriteBatch b;
+      b.Delete(keys::EventRangeKey(first));
+      s = txn->Commit(b, false);
+    }
+    if (s.ok() || !IsConflict(s) || attempt + 1 >= kOpenAttempts) return s;
+    Backoff(attempt);
+  }
+}
+
+absl::Status EventLog::Poll() {
+  if (!shared()) return absl::OkStatus();
+  const int64_t life = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.event_range_life).count();
+  std::vector<std::pair<uint64_t, uint64_t>> closing;
+  {
+    MutexLock lock(mu_);
+    if (active_ != 0 && clock_->MonoNs() - own_.at(active_).opened_mono_ns >= life) {
+      own_.at(active_).retired = true;
+      active_ = 0;
+    }
+    for (auto& [first, r] : own_) {
+      if (r.retired && r.inflight.empty() && !r.closing) {
+        r.closing = true;
+        closing.emplace_back(first, r.limit);
+      }
+    }
+    RecomputeLocked();
+  }
+  absl::Status result;
+  for (const auto& [first, limit] : closing) {
+    absl::Status s = CloseRangeInStore(first, limit, false);
+    MutexLock lock(mu_);
+    if (s.ok()) {
+      own_.erase(first);
+    } else {
+      own_.at(first).closing = false;
+      if (result.ok()) result = s;
+    }
+  }
+  Snapshot snap;
+  {
+    auto txn = kv_->Begin();
+    ASSIGN_OR_RETURN(snap, ReadSnapshot(*txn));
+  }
+  const int64_t now_ms = clock_->WallNs() / 1'000'000;
+  std::vector<std::pair<uint64_t, uint64_t>> expired;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [first, v] : snap.ranges) {
+      if (!own_.count(first) && v.second < now_ms) expired.emplace_back(first, v.first);
+    }
+    ApplySnapshotLocked(snap, snap.q);
+  }
+  for (const auto& [first, limit] : expired) {
+    absl::Status s = CloseRangeInStore(first, limit, true);
+    if (s.ok()) {
+      spdlog::warn("filer: revoked event range [{}, {}) of another filer (its lease ran out)", first, limit);
+    } else if (result.ok()) {
+      result = s;
+    }
+  }
+  if (!expired.empty()) {
+    // Publish past them now rather than at the next poll.
+    auto txn = kv_->Begin();
+    ASSIGN_OR_RETURN(Snapshot again, ReadSnapshot(*txn));
+    MutexLock lock(mu_);
+    ApplySnapshotLocked(again, again.q);
+  }
+  return result;
+}
+
+void EventLog::PollLoop() {
+  MutexLock lock(mu_);
+  while (!stopped_) {
+    auto due = std::chrono::steady_clock::now() + opts_.event_poll_interval;
+    while (!stopped_ && cv_.WaitUntil(lock, due)) {
+    }
+    if (stopped_) break;
+    lock.Unlock();
+    if (auto s = Poll(); !s.ok()) spdlog::warn("filer: event log poll: {}", s);
+    lock.Lock();
+  }
 }
 
 uint64_t EventLog::published() const {
@@ -103,6 +416,7 @@ void EventLog::Stop() {
     stopped_ = true;
   }
   cv_.NotifyAll();
+  if (poller_.joinable()) poller_.join();
 }
 
 bool EventLog::stopped() const {
@@ -141,9 +455,19 @@ absl::Status EventLog::Trim() {
     new_floor = keys::FirstU64(it->key()) + 1;
   }
   if (!it->status().ok()) return it->status();
+  it.reset();
   if (!due || new_floor <= floor) return absl::OkStatus();
+  // In a transaction that reads the stored floor: two filers trimming at once (a coordinator
+  // handover) never lower it.
+  auto txn = kv_->Begin();
+  ASSIGN_OR_RETURN(uint64_t stored, ReadU64(*txn, keys::MetaKey(keys::kEventFloorName), 1));
+  if (stored >= new_floor) {
+    MutexLock lock(mu_);
+    floor_ = std::max(floor_, stored);
+    return absl::OkStatus();
+  }
   WriteBatch b;
-  b.DeleteRange(keys::EventKey(floor), keys::EventKey(new_floor));
+  b.DeleteRange(keys::EventKey(std::max(stored, floor)), keys::EventKey(new_floor));
   std::string v;
   PutFixed64BE(&v, new_floor);
   b.Put(keys::MetaKey(keys::kEventFloorName), v);
@@ -153,7 +477,7 @@ absl::Status EventLog::Trim() {
     MutexLock lock(mu_);
     floor_ = new_floor;
   }
-  return kv_->Write(b, false);
+  return txn->Commit(b, false);
 }
 
 EventSubscription::EventSubscription(EventLog* log, KvStore* kv, Clock* clock, uint64_t cursor,

@@ -1,20 +1,33 @@
 // The metadata event log: every mutation writes its events (key family E, docs/filer-keys.md)
 // in the same WriteBatch as the change itself, with sequences from this log. Subscribers read
-// history from the store and then wait on a condition variable for live events.
+// history from the store and then wait on a condition variable for newer events.
 //
 // Sequences are reserved before a batch is written and completed after, whatever the
-// outcome; published() is the highest seq such that every seq at or below it is completed,
-// so a reader never skips an event that commits late. Seqs of failed writes and of restarts
-// leave gaps, which readers step over.
+// outcome; published() is the highest seq such that no event at or below it can still
+// appear, so a reader never skips an event that commits late. Seqs of failed writes and of
+// restarts leave gaps, which readers step over.
 //
-// Thread-safe. mu_ is a leaf lock (filer/core/lock_table.h); it nests the sequence
-// allocator's mutex.
+// On a store several filers share (KvStore::shared()), seqs come in short-lived ranges that
+// every filer can see (key family R): a range is opened in a transaction that raises the
+// event high-water mark, used for at most options.event_range_life, and deleted once every
+// seq handed out of it completed. A seq is published when no open range (this filer's or
+// another's, as of the latest snapshot Poll() read) could still produce one below it. A
+// mutation's batch Requires its range's key, so a range that was revoked (its owner's lease
+// ran out: a filer that died mid-write) can never gain an event after readers passed it.
+// Each filer tails the log in the store, so its subscribers see every filer's mutations.
+// docs/filer-stores.md has the argument in full.
+//
+// Thread-safe. open_mu_ (opening a range) is taken before mu_; mu_ is a leaf lock
+// (filer/core/lock_table.h) and nests the sequence allocator's mutex.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -37,13 +50,24 @@ Event MakeEvent(EventKind kind, const InodeRecord& rec, uint64_t parent, std::st
 class EventLog {
  public:
   EventLog(KvStore* kv, Clock* clock, const FilerOptions& opts);
+  ~EventLog();
 
   absl::Status Load();
+  // Shared stores with background loops: starts the thread that calls Poll() every
+  // options.event_poll_interval.
+  void Start();
 
+  // Shared stores: call before a transaction takes its first snapshot. Makes sure the range
+  // its events will come from is open already, so the transaction sees that range's key (a
+  // range opened later is invisible to it, and its Require would fail).
+  absl::Status Prepare();
   // The one way events enter the log: writes batch b with events appended, each given the
   // next seq and, where it has none, the time now. The seqs are published once the write has
   // succeeded or failed. sync: a synced write (the WAL reaches the disk before it returns).
-  absl::Status Write(WriteBatch& b, std::vector<Event>& events, bool sync = false);
+  // txn: the operation's transaction, which commits the batch (shared stores need one: the
+  // batch Requires the key of the range its seqs came from); null writes it with kv->Write.
+  // A range revoked meanwhile answers a conflict (IsConflict): the operation runs again.
+  absl::Status Write(WriteBatch& b, std::vector<Event>& events, bool sync = false, KvTxn* txn = nullptr);
 
   uint64_t published() const;
   // Seqs below the floor were trimmed.
@@ -55,28 +79,79 @@ class EventLog {
   // Drops events beyond the retention bounds (options), one bounded step per call.
   absl::Status Trim();
 
-  // Wakes every waiter; WaitBeyond returns at once from now on.
+  // Shared stores: retires this filer's ranges that are old and done, reads which ranges
+  // other filers hold open (and the trim floor), revokes ranges whose lease ran out, and
+  // publishes what became final. No-op otherwise.
+  absl::Status Poll();
+
+  // Wakes every waiter; WaitBeyond returns at once from now on. Joins the poll thread.
   void Stop();
   bool stopped() const;
 
  private:
-  // Reserves n consecutive seqs and returns the first. Each reserved seq must be passed to
-  // Complete() once its batch was written or failed.
-  absl::StatusOr<uint64_t> Reserve(size_t n);
+  struct Reservation {
+    uint64_t first = 0;
+    // Shared stores: the key of the range the seqs came from; the mutation's batch must
+    // Require it. Empty otherwise.
+    std::string guard;
+  };
+  // Reserves n consecutive seqs. Each reserved seq must be passed to Complete() once its
+  // batch was written or failed.
+  absl::StatusOr<Reservation> Reserve(size_t n);
   void Complete(uint64_t first, size_t n);
+  // A write failed because its range (guard) is gone: hand out no more from it.
+  void Revoked(std::string_view guard);
+
+  struct Range {
+    uint64_t first = 0, limit = 0, next = 0;
+    int64_t opened_mono_ns = 0;
+    std::set<uint64_t> inflight;  // handed out, not completed
+    bool retired = false;         // hands out nothing more
+    bool closing = false;         // its key is being deleted
+  };
+  struct Snapshot {
+    uint64_t q = 1;  // the event high-water mark
+    std::map<uint64_t, std::pair<uint64_t, int64_t>> ranges;  // first -> (limit, expires_ms)
+    uint64_t floor = 1;
+  };
+
+  bool shared() const { return kv_->shared(); }
+  absl::StatusOr<Reservation> ReserveShared(size_t n);
+  // The active range is usable and younger than renew_ns.
+  bool ActiveFreshLocked(int64_t renew_ns) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands n seqs out of the active range if it can.
+  bool TakeLocked(size_t n, Reservation* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opening a range is a transaction and must not hold mu_.
+  absl::Status OpenRange(size_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(open_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Snapshot> ReadSnapshot(KvReader& r);
+  // Adopts a snapshot's view of other filers' ranges if it is not older than the one held.
+  void ApplySnapshotLocked(const Snapshot& s, uint64_t q_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes a range's key in a transaction that also reads the whole range of events, so a
+  // write still in flight with that range either committed before (and is visible) or fails.
+  absl::Status CloseRangeInStore(uint64_t first, uint64_t limit, bool must_exist);
+  void RecomputeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PollLoop();
 
   KvStore* const kv_;
   Clock* const clock_;
   const FilerOptions opts_;
-  SequenceAllocator seq_;
-  // Lock order: trim_mu_, then mu_; mu_ is a leaf (seq_'s mutex is never taken under it).
+  SequenceAllocator seq_;  // stores only this process opens
+  std::string owner_;      // this filer's name on its ranges
+  // Lock order: trim_mu_, then open_mu_, then mu_, then seq_'s mutex (a leaf).
+  Mutex open_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one range opening at a time
   mutable Mutex mu_;
   CondVar cv_;
   uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<uint64_t> done_ ABSL_GUARDED_BY(mu_);  // completed seqs above published_
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  Mutex trim_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one Trim at a time
+  // Shared stores.
+  std::map<uint64_t, Range> own_ ABSL_GUARDED_BY(mu_);  // by first
+  uint64_t active_ ABSL_GUARDED_BY(mu_) = 0;            // first of the range handing out; 0 = none
+  uint64_t known_q_ ABSL_GUARDED_BY(mu_) = 1;           // high-water mark of the latest snapshot
+  std::set<uint64_t> remote_ ABSL_GUARDED_BY(mu_);      // other filers' open ranges (firsts)
+  std::thread poller_;
+  Mutex trim_mu_ ABSL_ACQUIRED_BEFORE(open_mu_, mu_);  // one Trim at a time
 };
 
 // One subscriber's cursor over the log. Not thread-safe: one thread reads it.

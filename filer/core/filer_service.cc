@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <random>
 #include <set>
+#include <thread>
 
 #include "filer/core/mutation.h"
 #include "filer/store/coding.h"
@@ -39,7 +41,10 @@ FilerService::FilerService(KvStore* kv, ClusterApi* cluster, FilerOptions option
       events_(kv, clock_, opts_),
       sessions_(clock_, opts_.session_timeout),
       gc_(kv, cluster, clock_, opts_),
-      counters_(std::make_unique<std::atomic<int64_t>[]>(locks_.stripes())) {}
+      counters_(std::make_unique<std::atomic<int64_t>[]>(locks_.stripes())),
+      txn_retries_(MetricsRegistry::Default().GetCounter(
+          "kelp_filer_txn_retries_total",
+          "Filer operations run again because another filer changed what they read (shared stores)")) {}
 
 FilerService::~FilerService() { Stop(); }
 
@@ -59,14 +64,15 @@ absl::Status FilerService::Start() {
   }
   if (opts_.background_loops) {
     gc_.Start();
+    events_.Start();
     maintenance_ = std::thread([this] { MaintenanceLoop(); });
   }
   auto& reg = MetricsRegistry::Default();
   metric_callbacks_ = {
       reg.AddCallback("kelp_filer_inodes", "Inodes in the namespace",
                       [this] { return static_cast<double>(InodeCount()); }),
-      reg.AddCallback("kelp_filer_sessions", "Live client sessions",
-                      [this] { return static_cast<double>(sessions_.sessions()); }),
+      reg.AddCallback("kelp_filer_sessions", "Client sessions in the store (at the last maintenance round)",
+                      [this] { return static_cast<double>(session_count_.load()); }),
       reg.AddCallback("kelp_filer_event_seq", "Last published event sequence",
                       [this] { return static_cast<double>(events_.published()); }),
       reg.AddCallback("kelp_filer_gc_deleted_total", "Blobs deleted by chunk GC",
@@ -108,21 +114,28 @@ absl::Status FilerService::EnsureRoot() {
   if (root.ok()) return absl::OkStatus();
   if (!absl::IsNotFound(root.status())) return root.status();
 
-  auto guard = locks_.Lock({keys::kRootIno});
-  Mutation m(this, guard);
-  std::string v;
-  PutFixed64BE(&v, keys::kFormatVersion);
-  m.batch().Put(keys::MetaKey(keys::kFormatVersionName), v);
-  InodeRecord r;
-  r.ino = keys::kRootIno;
-  r.mode = S_IFDIR | 0755;
-  r.nlink = 2;
-  r.atime_ns = r.mtime_ns = r.ctime_ns = r.crtime_ns = NowNs();
-  r.generation = 1;
-  r.parent = keys::kRootIno;
-  PutInode(m, r);
-  m.AdjustInodes(1);
-  RETURN_IF_ERROR(m.Commit());
+  // Two filers starting on one empty store: one creates the root, the other conflicts, runs
+  // again and finds it.
+  RETURN_IF_ERROR(Transact([&]() -> absl::Status {
+    auto guard = locks_.Lock({keys::kRootIno});
+    auto again = rd().Get(keys::InodeKey(keys::kRootIno));
+    if (again.ok()) return absl::OkStatus();
+    if (!absl::IsNotFound(again.status())) return again.status();
+    Mutation m(this, guard);
+    std::string v;
+    PutFixed64BE(&v, keys::kFormatVersion);
+    m.batch().Put(keys::MetaKey(keys::kFormatVersionName), v);
+    InodeRecord r;
+    r.ino = keys::kRootIno;
+    r.mode = S_IFDIR | 0755;
+    r.nlink = 2;
+    r.atime_ns = r.mtime_ns = r.ctime_ns = r.crtime_ns = NowNs();
+    r.generation = 1;
+    r.parent = keys::kRootIno;
+    PutInode(m, r);
+    m.AdjustInodes(1);
+    return m.Commit();
+  }));
   return kv_->Sync();
 }
 
@@ -147,17 +160,39 @@ absl::Status FilerService::LoadCounters() {
     }
   }
   RETURN_IF_ERROR(it->status());
-  if (fix.empty()) return absl::OkStatus();
+  // Folding another filer's keys could race with its writes: only a store this process owns.
+  if (fix.empty() || kv_->shared()) return absl::OkStatus();
   counters_[0] += folded;
   fix.Put(keys::CounterKey(0), EncodeCounter(counters_[0].load()));
   return kv_->Write(fix, true);
 }
 
-int64_t FilerService::InodeCount() const {
-  // Not a snapshot across stripes; exact whenever no mutation is in flight.
+int64_t FilerService::InodeCount() {
+  if (!kv_->shared()) {
+    // Not a snapshot across stripes; exact whenever no mutation is in flight.
+    int64_t sum = 0;
+    for (size_t i = 0; i < locks_.stripes(); ++i) sum += counters_[i].load(std::memory_order_relaxed);
+    return sum;
+  }
+  MutexLock lock(count_mu_);
+  int64_t now = clock_->MonoNs();
+  if (count_at_mono_ns_ >= 0 && now - count_at_mono_ns_ < 1'000'000'000) return count_cache_;
   int64_t sum = 0;
-  for (size_t i = 0; i < locks_.stripes(); ++i) sum += counters_[i].load(std::memory_order_relaxed);
+  std::string family = keys::Family(keys::kCounter);
+  auto it = kv_->Scan(family, keys::PrefixEnd(family));
+  for (; it->Valid(); it->Next()) {
+    if (auto n = DecodeCounter(it->value()); n.ok()) sum += *n;
+  }
+  if (!it->status().ok()) return count_cache_;
+  count_cache_ = sum;
+  count_at_mono_ns_ = now;
   return sum;
+}
+
+void FilerService::BackoffAfterConflict(int attempt) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  int cap_us = 1000 << std::min(attempt, 6);
+  std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(50, cap_us)(rng)));
 }
 
 void FilerService::MaintenanceLoop() {
@@ -174,25 +209,50 @@ void FilerService::MaintenanceLoop() {
 }
 
 void FilerService::RunMaintenance() {
-  for (uint64_t ino : sessions_.Expire()) {
-    if (auto s = PurgeOrphanIfUnused(ino); !s.ok()) spdlog::warn("filer: purge {}: {}", ino, s);
+  // On a shared store one filer (the coordinator) does the store-wide chores; the others
+  // would only repeat them and conflict.
+  const bool chores = !kv_->shared() || cluster_->IsCoordinator();
+  if (auto census = sessions_.Scan(*kv_); census.ok()) {
+    session_count_ = census->sessions - census->lapsed.size();
+    std::vector<uint64_t> freed;
+    for (const std::string& id : census->lapsed) {
+      if (!chores) break;
+      if (auto s = ExpireSession(id, &freed); !s.ok()) spdlog::warn("filer: expire session {}: {}", id, s);
+    }
+    if (auto s = PurgeOrphansIfUnused(freed); !s.ok()) spdlog::warn("filer: purge: {}", s);
+  } else {
+    spdlog::warn("filer: sessions: {}", census.status());
   }
-  if (clock_->MonoNs() - start_mono_ns_ >=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.orphan_grace).count()) {
+  if (chores && clock_->MonoNs() - start_mono_ns_ >=
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.orphan_grace).count()) {
     std::vector<uint64_t> orphans;
     std::string family = keys::Family(keys::kOrphan);
     auto it = kv_->Scan(family, keys::PrefixEnd(family), kOrphanScan);
     for (; it->Valid() && orphans.size() < kOrphanScan; it->Next()) {
       orphans.push_back(keys::FirstU64(it->key()));
     }
-    for (uint64_t ino : orphans) {
-      if (auto s = PurgeOrphanIfUnused(ino); !s.ok()) spdlog::warn("filer: purge {}: {}", ino, s);
+    it.reset();
+    if (auto s = PurgeOrphansIfUnused(orphans); !s.ok()) spdlog::warn("filer: purge: {}", s);
+  }
+  if (chores) {
+    if (auto s = events_.Trim(); !s.ok()) spdlog::warn("filer: event trim: {}", s);
+  }
+  // Journaled bytes move to blobs on one filer too (two would write the same bytes twice).
+  // On a shared store the coordinator refills its queue from the store each round (one seek
+  // per inode with journaled bytes: commits through other filers queue only there), and the
+  // other filers keep none.
+  if (kv_->shared()) {
+    if (chores) {
+      if (auto s = LoadJournalQueue(); !s.ok()) spdlog::warn("filer: journal queue: {}", s);
+    } else {
+      ClearJournalQueue();
     }
   }
-  if (auto s = events_.Trim(); !s.ok()) spdlog::warn("filer: event trim: {}", s);
-  int64_t horizon_ms = NowNs() / 1'000'000 - opts_.journal_age.count();
-  if (auto s = MoveJournal(horizon_ms, opts_.journal_move_bytes); !s.ok()) {
-    spdlog::warn("filer: moving journaled bytes to blobs: {}", s.status());
+  if (chores) {
+    int64_t horizon_ms = NowNs() / 1'000'000 - opts_.journal_age.count();
+    if (auto s = MoveJournal(horizon_ms, opts_.journal_move_bytes); !s.ok()) {
+      spdlog::warn("filer: moving journaled bytes to blobs: {}", s.status());
+    }
   }
 }
 
@@ -200,7 +260,7 @@ void FilerService::RunMaintenance() {
 
 absl::StatusOr<InodeRecord> FilerService::LoadInode(uint64_t ino) {
   if (ino == 0) return PosixError(ENOENT, "inode 0");
-  auto v = kv_->Get(keys::InodeKey(ino));
+  auto v = rd().Get(keys::InodeKey(ino));
   if (absl::IsNotFound(v.status())) return PosixError(ENOENT, StrCat("no inode ", ino));
   if (!v.ok()) return v.status();
   return DecodeInode(ino, *v);
@@ -214,7 +274,7 @@ absl::StatusOr<InodeRecord> FilerService::LoadDir(uint64_t ino) {
 
 absl::StatusOr<std::optional<DentryValue>> FilerService::LoadDentry(uint64_t parent,
                                                                     std::string_view name) {
-  auto v = kv_->Get(keys::DentryKey(parent, name));
+  auto v = rd().Get(keys::DentryKey(parent, name));
   if (absl::IsNotFound(v.status())) return std::optional<DentryValue>();
   if (!v.ok()) return v.status();
   ASSIGN_OR_RETURN(DentryValue d, DecodeDentry(*v));
@@ -223,7 +283,7 @@ absl::StatusOr<std::optional<DentryValue>> FilerService::LoadDentry(uint64_t par
 
 absl::StatusOr<bool> FilerService::DirIsEmpty(uint64_t ino) {
   std::string prefix = keys::DentryPrefix(ino);
-  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix), 1);
+  auto it = rd().Scan(prefix, keys::PrefixEnd(prefix), 1);
   RETURN_IF_ERROR(it->status());
   return !it->Valid();
 }
@@ -247,7 +307,8 @@ void FilerService::RepointEntry(Mutation& m, uint64_t parent, std::string_view n
 void FilerService::PutInode(Mutation& m, InodeRecord& rec) { PutInodeRecord(m.batch(), rec); }
 
 absl::Status FilerService::DropOrOrphan(Mutation& m, InodeRecord& rec) {
-  if (sessions_.IsOpen(rec.ino)) {
+  ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), rec.ino));
+  if (open) {
     m.batch().Put(keys::OrphanKey(rec.ino), EncodeOrphan(NowNs()));
     PutInode(m, rec);
     return absl::OkStatus();
@@ -261,7 +322,7 @@ absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec) {
   // to write but slow down reads when there are millions of them (one per unlink).
   auto delete_family = [&](const std::string& prefix,
                            const std::function<absl::Status(const KvIterator&)>& each) {
-    auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+    auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
     for (; it->Valid(); it->Next()) {
       if (each) RETURN_IF_ERROR(each(*it));
       b.Delete(it->key());
@@ -297,9 +358,23 @@ absl::Status FilerService::PurgeOrphanIfUnused(uint64_t ino) {
     // period catches this inode.
     return absl::OkStatus();
   }
+  return Transact([&] { return PurgeOrphanOnce(ino); });
+}
+
+absl::Status FilerService::PurgeOrphansIfUnused(const std::vector<uint64_t>& inos) {
+  absl::Status first;
+  for (uint64_t ino : inos) {
+    absl::Status s = PurgeOrphanIfUnused(ino);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+absl::Status FilerService::PurgeOrphanOnce(uint64_t ino) {
   auto guard = locks_.Lock({ino});
-  if (sessions_.IsOpen(ino)) return absl::OkStatus();
-  auto mark = kv_->Get(keys::OrphanKey(ino));
+  ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), ino));
+  if (open) return absl::OkStatus();
+  auto mark = rd().Get(keys::OrphanKey(ino));
   if (absl::IsNotFound(mark.status())) return absl::OkStatus();
   RETURN_IF_ERROR(mark.status());
   Mutation m(this, guard);

@@ -6,7 +6,11 @@
 // Every mutation is one atomic WriteBatch: the change, its events (event_log.h) and the GC
 // queue entries of the blobs it stops referencing (gc_worker.h). Read-modify-writes happen
 // under striped inode locks (lock_table.h documents the lock order); nothing holds a lock
-// across a sync of the WAL or an RPC.
+// across a sync of the WAL or an RPC. Each operation also runs as one store transaction
+// (Transact, txn.h), retried when it conflicts: that is what keeps read-check-writes atomic
+// when several filers share the store (docs/filer-stores.md); counters come in ranges taken
+// from the store (sequence.h) and sessions live in the store (session_table.h), so any
+// filer can answer any request of any client.
 //
 // Threads: construct, Start() and Stop() from one owner thread; every other method may be
 // called from any thread concurrently once Start() returned OK and until Stop() begins.
@@ -32,6 +36,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "filer/cluster/cluster_api.h"
+#include "shared/metrics.h"
 #include "filer/core/clock.h"
 #include "filer/core/event_log.h"
 #include "filer/core/gc_worker.h"
@@ -39,6 +44,7 @@
 #include "filer/core/options.h"
 #include "filer/store/sequence.h"
 #include "filer/core/session_table.h"
+#include "filer/core/txn.h"
 #include "filer/store/kv_store.h"
 #include "filer/store/records.h"
 #include "proto/filer.pb.h"
@@ -186,12 +192,49 @@ class FilerService {
   // One round of session expiry, orphan purge (after the start grace) and event trimming.
   // The maintenance thread calls it every options.maintenance_interval; tests call it.
   void RunMaintenance();
-  // Inodes in the namespace (including orphans), kept exactly with the mutations.
-  int64_t InodeCount() const;
+  // Inodes in the namespace (including orphans), kept exactly with the mutations (on a store
+  // other filers share, as of at most a second ago).
+  int64_t InodeCount();
+  // Operations that lost to a concurrent change in the store and ran again.
+  uint64_t txn_retries() const { return txn_retries_->value(); }
   const FilerOptions& options() const { return opts_; }
 
  private:
   friend class Mutation;
+
+  // Runs fn as one store transaction (TxnScope): its reads through rd(), its Mutation's
+  // commit. When the store answers a conflict (another filer changed what fn read), fn runs
+  // again from the start, after a randomized backoff. fn returns a Status or StatusOr.
+  template <typename F>
+  auto Transact(F&& fn) -> decltype(fn());
+  // Where an operation reads: the thread's transaction when it runs one, else the store.
+  KvReader& rd() {
+    KvTxn* t = TxnScope::Current(this);
+    return t ? static_cast<KvReader&>(*t) : static_cast<KvReader&>(*kv_);
+  }
+  void BackoffAfterConflict(int attempt);
+  void InvalidateInodeCount() {
+    MutexLock lock(count_mu_);
+    count_at_mono_ns_ = -1;
+  }
+
+  // One attempt of each mutating operation (the public ones wrap them in Transact).
+  absl::StatusOr<Attr> CreateNodeOnce(const CreateArgs& args, std::string_view symlink_target,
+                                      uint64_t* existing);
+  absl::StatusOr<Attr> LinkOnce(uint64_t ino, uint64_t new_parent, std::string_view new_name);
+  absl::StatusOr<RenameResult> RenameOnce(uint64_t parent, std::string_view name,
+                                          uint64_t new_parent, std::string_view new_name,
+                                          uint32_t flags);
+  absl::StatusOr<Attr> SetAttrOnce(const SetAttrRequest& req);
+  absl::Status SetXattrOnce(uint64_t ino, std::string_view name, std::string_view value,
+                            uint32_t flags);
+  absl::Status RemoveXattrOnce(uint64_t ino, std::string_view name);
+  absl::StatusOr<CommitChunksResponse> CommitChunksOnce(const CommitChunksRequest& req);
+  absl::StatusOr<Attr> WriteInlineOnce(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync,
+                                       const SetAttrRequest* attrs);
+  absl::Status PurgeOrphanOnce(uint64_t ino);
+  // Drops a lapsed session and its opens; appends inodes nobody holds any more to *freed.
+  absl::Status ExpireSession(const std::string& id, std::vector<uint64_t>* freed);
 
   // Helpers shared by the operations (filer_service.cc).
   absl::StatusOr<InodeRecord> LoadInode(uint64_t ino);
@@ -214,6 +257,7 @@ class FilerService {
   absl::Status PurgeInode(Mutation& m, const InodeRecord& rec);
   // Purges ino if it is an orphan nobody holds open. Takes the inode's lock.
   absl::Status PurgeOrphanIfUnused(uint64_t ino);
+  absl::Status PurgeOrphansIfUnused(const std::vector<uint64_t>& inos);
   // Is `dir` the directory `ancestor` or inside it? Walks parent pointers.
   absl::StatusOr<bool> IsWithin(uint64_t dir, uint64_t ancestor);
   absl::Status TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size);
@@ -253,10 +297,16 @@ class FilerService {
   EventLog events_;
   SessionTable sessions_;
   GcWorker gc_;
-  // Inode count deltas, one per lock stripe, each changed only with its stripe held and
-  // persisted under keys::CounterKey in the same batch as the mutation that changes it.
+  // Inode counts, one per lock stripe, each read and written (keys::CounterKey) in the
+  // transaction of a mutation that holds its stripe. This is this filer's copy; on a shared
+  // store others change the keys too, so InodeCount() reads them back from the store.
   // Atomic only so InodeCount() can read them without the stripes.
   std::unique_ptr<std::atomic<int64_t>[]> counters_;
+  Mutex count_mu_;  // a leaf
+  int64_t count_cache_ ABSL_GUARDED_BY(count_mu_) = 0;
+  int64_t count_at_mono_ns_ ABSL_GUARDED_BY(count_mu_) = -1;
+  std::atomic<size_t> session_count_{0};
+  Counter* const txn_retries_;
   int64_t start_mono_ns_ = 0;
 
   // A leaf: guards the maintenance loop's stop flag only (released while maintenance runs).
@@ -273,14 +323,44 @@ class FilerService {
   // every journaled byte again and again). An inode is in due_ (with its time in
   // journal_oldest_) from its first journaled commit until MoveJournal finds it has no J
   // record left; both change only with the inode's lock held (journal.cc). Filled from the
-  // store at Start().
+  // store at Start(), and on a shared store by the coordinator every maintenance round.
   void NoteJournaledLocked(uint64_t ino, int64_t commit_ms);
   // With ino's lock held: queues ino by its oldest J record, or forgets it when it has none.
   absl::Status RequeueJournalLocked(uint64_t ino);
   absl::Status LoadJournalQueue();
+  void ClearJournalQueue() {
+    MutexLock lock(journal_mu_);
+    journal_due_.clear();
+    journal_oldest_.clear();
+  }
   Mutex journal_mu_;  // a leaf
   std::set<std::pair<int64_t, uint64_t>> journal_due_ ABSL_GUARDED_BY(journal_mu_);
   std::unordered_map<uint64_t, int64_t> journal_oldest_ ABSL_GUARDED_BY(journal_mu_);
 };
+
+template <typename F>
+auto FilerService::Transact(F&& fn) -> decltype(fn()) {
+  // Enough that a conflict storm between filers on one hot directory still ends in success;
+  // each attempt backs off longer (up to ~64 ms).
+  constexpr int kAttempts = 64;
+  for (int attempt = 0;; ++attempt) {
+    {
+      if (kv_->shared() && TxnScope::Current(this) == nullptr) {
+        if (absl::Status p = events_.Prepare(); !p.ok()) return p;
+      }
+      TxnScope scope(this, kv_);
+      auto r = fn();
+      absl::Status s;
+      if constexpr (std::is_same_v<decltype(r), absl::Status>) {
+        s = r;
+      } else {
+        s = r.status();
+      }
+      if (!IsConflict(s) || scope.joined() || attempt + 1 >= kAttempts) return r;
+    }
+    txn_retries_->Inc();
+    BackoffAfterConflict(attempt);
+  }
+}
 
 }  // namespace kelp::filer

@@ -76,6 +76,8 @@ int64_t GcWorker::BackoffMs(uint64_t attempts) const {
 
 absl::StatusOr<size_t> GcWorker::RunOnce() {
   MutexLock run(run_mu_);
+  // Filers sharing a store leave the queue to the coordinator, which knows the volume servers.
+  if (kv_->shared() && !cluster_->IsCoordinator()) return 0;
   uint64_t now_ms = static_cast<uint64_t>(clock_->WallNs() / 1'000'000);
   std::vector<std::string> keys_;
   std::vector<GcValue> values;

@@ -113,38 +113,50 @@ absl::StatusOr<uint64_t> FilerService::MoveJournal(int64_t older_than_ms, uint64
         failed = fid.status();  // the volume servers are not there: the next round tries again
       }
     }
-    auto guard = locks_.Lock({ino});
     if (failed.ok() && !pieces.empty()) {
-      auto rec = LoadInode(ino);
-      Mutation m(this, guard);
-      bool used = false;
-      if (rec.ok()) {
-        for (const Piece& p : pieces) {
-          std::string ckey = keys::ChunkKey(ino, p.seq);
-          auto v = kv_->Get(ckey);
-          if (!v.ok()) continue;  // dropped since (truncate, compaction, purge)
-          auto c = DecodeChunk(p.seq, *v);
-          // A truncate may have shortened it: its bytes are then a prefix of ours.
-          if (!c.ok() || !c->fid().empty() || c->size() > p.size) continue;
-          c->set_fid(*fid);
-          c->set_blob_offset(p.blob_offset);
-          c->set_blob_size(blob.size());
-          m.batch().Put(ckey, EncodeChunk(*c));
-          m.batch().Delete(keys::JournalKey(ino, p.seq));
-          --rec->journal_count;
-          moved += c->size();
-          used = true;
+      // One transaction per inode (a commit through another filer may change it meanwhile).
+      auto committed = Transact([&]() -> absl::StatusOr<uint64_t> {
+        auto guard = locks_.Lock({ino});
+        auto rec = LoadInode(ino);
+        Mutation m(this, guard);
+        uint64_t n = 0;
+        bool used = false;
+        if (rec.ok()) {
+          for (const Piece& p : pieces) {
+            std::string ckey = keys::ChunkKey(ino, p.seq);
+            auto v = rd().Get(ckey);
+            if (!v.ok()) continue;  // dropped since (truncate, compaction, purge)
+            auto c = DecodeChunk(p.seq, *v);
+            // A truncate may have shortened it: its bytes are then a prefix of ours.
+            if (!c.ok() || !c->fid().empty() || c->size() > p.size) continue;
+            c->set_fid(*fid);
+            c->set_blob_offset(p.blob_offset);
+            c->set_blob_size(blob.size());
+            m.batch().Put(ckey, EncodeChunk(*c));
+            m.batch().Delete(keys::JournalKey(ino, p.seq));
+            --rec->journal_count;
+            n += c->size();
+            used = true;
+          }
         }
-      }
-      if (used) {
-        PutInode(m, *rec);
+        if (used) {
+          PutInode(m, *rec);
+        } else {
+          m.Collect({*fid}, ino);
+        }
+        RETURN_IF_ERROR(m.Commit());
+        return n;
+      });
+      if (committed.ok()) {
+        moved += *committed;
       } else {
-        m.Collect({*fid}, ino);
+        failed = committed.status();
       }
-      absl::Status s = m.Commit();
-      if (!s.ok()) failed = s;
     }
-    // Queued again by what is left (a commit of this inode cannot slip in: its lock is held).
+    // Queued again by what is left. On a store of its own no commit of this inode slips in
+    // (its lock is held); on a shared store the coordinator refills the queue from the store
+    // every round (RunMaintenance), which catches other filers' commits.
+    auto guard = locks_.Lock({ino});
     absl::Status r = RequeueJournalLocked(ino);
     if (failed.ok()) failed = r;
   }

@@ -12,6 +12,11 @@ namespace kelp::filer {
 
 absl::StatusOr<Attr> FilerService::Link(uint64_t ino, uint64_t new_parent,
                                         std::string_view new_name) {
+  return Transact([&] { return LinkOnce(ino, new_parent, new_name); });
+}
+
+absl::StatusOr<Attr> FilerService::LinkOnce(uint64_t ino, uint64_t new_parent,
+                                            std::string_view new_name) {
   RETURN_IF_ERROR(ValidateName(new_name));
   auto guard = locks_.Lock({ino, new_parent});
   ASSIGN_OR_RETURN(InodeRecord rec, LoadInode(ino));

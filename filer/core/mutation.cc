@@ -3,6 +3,7 @@
 #include "filer/core/filer_service.h"
 #include "filer/store/records.h"
 #include "filer/store/keys.h"
+#include "shared/status.h"
 
 namespace kelp::filer {
 
@@ -11,20 +12,31 @@ void Mutation::Collect(std::vector<std::string> fids, uint64_t ino) {
 }
 
 absl::Status Mutation::Commit(bool sync) {
+  if (committed_) return absl::InternalError("mutation committed twice");
+  committed_ = true;
   for (const auto& [fids, ino] : garbage_) {
     if (auto s = fs_->gc_.Enqueue(&batch_, fids, ino); !s.ok()) return s;
   }
   size_t stripe = 0;
+  int64_t count = 0;
   if (inode_delta_ != 0) {
+    // Read in the transaction: another filer may have changed this stripe's count.
     stripe = guard_.held().at(0);
-    fs_->counters_[stripe] += inode_delta_;
-    batch_.Put(keys::CounterKey(static_cast<uint32_t>(stripe)),
-               EncodeCounter(fs_->counters_[stripe].load()));
+    std::string key = keys::CounterKey(static_cast<uint32_t>(stripe));
+    auto v = fs_->rd().Get(key);
+    if (v.ok()) {
+      ASSIGN_OR_RETURN(count, DecodeCounter(*v));
+    } else if (!absl::IsNotFound(v.status())) {
+      return v.status();
+    }
+    count += inode_delta_;
+    batch_.Put(key, EncodeCounter(count));
   }
-  absl::Status s = fs_->events_.Write(batch_, events_, sync);
-  if (!s.ok()) {
-    if (inode_delta_ != 0) fs_->counters_[stripe] -= inode_delta_;
-    return s;
+  absl::Status s = fs_->events_.Write(batch_, events_, sync, TxnScope::Current(fs_));
+  if (!s.ok()) return s;
+  if (inode_delta_ != 0) {
+    fs_->counters_[stripe] = count;
+    fs_->InvalidateInodeCount();
   }
   if (!garbage_.empty()) {
     size_t n = 0;

@@ -30,8 +30,10 @@ class Mutation {
   // Inodes created (+) or purged (-).
   void AdjustInodes(int64_t delta) { inode_delta_ += delta; }
 
-  // Writes everything. sync: the WAL is synced up to this write before it returns (a synced
-  // write rather than a write and a Sync(): concurrent synced writes share one WAL fsync).
+  // Writes everything, through the operation's transaction (FilerService::Transact) when there
+  // is one. sync: the WAL is synced up to this write before it returns (a synced write rather
+  // than a write and a Sync(): concurrent synced writes share one WAL fsync; on PostgreSQL a
+  // synchronous commit). A conflict (IsConflict) means the whole operation must run again.
   absl::Status Commit(bool sync = false);
 
  private:
@@ -41,6 +43,7 @@ class Mutation {
   std::vector<Event> events_;
   std::vector<std::pair<std::vector<std::string>, uint64_t>> garbage_;
   int64_t inode_delta_ = 0;
+  bool committed_ = false;
 };
 
 }  // namespace kelp::filer

@@ -34,6 +34,19 @@ struct FilerOptions {
   // The log drops events older than this (once the oldest is 1% older). Default: 24 h.
   std::chrono::milliseconds event_retention_age{24LL * 3600 * 1000};
 
+  // Stores several filers share (docs/filer-stores.md): event seqs come in ranges of this
+  // many (more when one mutation needs more). Default: 4096.
+  uint64_t event_range_size = 4096;
+  // A range hands out seqs for at most this long; events of other filers become visible to
+  // this filer's subscribers within about this plus event_poll_interval. Default: 100 ms.
+  std::chrono::milliseconds event_range_life{100};
+  // A range still open this long after it was taken is revoked by any filer (its owner died);
+  // a write still using it fails and is retried with a new range. Default: 5 s.
+  std::chrono::milliseconds event_range_lease{5'000};
+  // How often a filer reads which ranges the others hold open, retires its own and revokes
+  // stale ones. Default: 50 ms.
+  std::chrono::milliseconds event_poll_interval{50};
+
   // Blobs deleted per ClusterApi::DeleteBlobs call. Default: 256.
   size_t gc_batch = 256;
   // How long the GC loop lets new garbage gather before a delete round, so deletes go out in

@@ -84,7 +84,7 @@ TEST_CASE("a lapsed session releases its open files") {
   h.RequireConsistent();
 }
 
-TEST_CASE("after a restart, orphans wait for their sessions to reattach") {
+TEST_CASE("sessions survive a restart, and after one lapses its orphans wait for it to reattach") {
   Harness h("rocksdb", [](FilerOptions& o) { o.orphan_grace = std::chrono::milliseconds(30'000); });
   // The first start's grace period must not block this test's setup purges: let it pass.
   h.clock.Advance(31s);
@@ -94,7 +94,15 @@ TEST_CASE("after a restart, orphans wait for their sessions to reattach") {
   REQUIRE(h.fs->Unlink(1, "kept").ok());
   REQUIRE(h.fs->Unlink(1, "lost").ok());
 
-  h.Restart();  // sessions are gone; orphans are in the store
+  h.Restart();  // sessions and opens are in the store
+  REQUIRE(h.fs->KeepAlive(s, {}, false).ok());
+  h.fs->RunMaintenance();
+  CHECK(h.fs->GetAttr(kept).ok());
+  CHECK(h.fs->GetAttr(lost).ok());
+
+  // The mount stays away past its lease: its session lapses, but within the grace period
+  // after the start its orphans stay.
+  h.clock.Advance(11s);
   h.fs->RunMaintenance();
   CHECK(h.fs->GetAttr(kept).ok());
   CHECK(h.fs->GetAttr(lost).ok());

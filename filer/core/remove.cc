@@ -12,12 +12,12 @@
 namespace kelp::filer {
 
 absl::StatusOr<Attr> FilerService::Unlink(uint64_t parent, std::string_view name) {
-  ASSIGN_OR_RETURN(InodeRecord rec, RemoveName(parent, name, false));
+  ASSIGN_OR_RETURN(InodeRecord rec, Transact([&] { return RemoveName(parent, name, false); }));
   return rec.ToAttr();
 }
 
 absl::Status FilerService::Rmdir(uint64_t parent, std::string_view name) {
-  return RemoveName(parent, name, true).status();
+  return Transact([&] { return RemoveName(parent, name, true); }).status();
 }
 
 absl::StatusOr<InodeRecord> FilerService::RemoveName(uint64_t parent, std::string_view name,

@@ -25,6 +25,15 @@ namespace kelp::filer {
 absl::StatusOr<RenameResult> FilerService::Rename(uint64_t parent, std::string_view name,
                                                   uint64_t new_parent, std::string_view new_name,
                                                   uint32_t flags) {
+  return Transact([&] { return RenameOnce(parent, name, new_parent, new_name, flags); });
+}
+
+// On a store several filers share, rename_mu_ only orders this filer's renames; the loop
+// check's reads (the parent chain IsWithin walks) are in the transaction, so a concurrent
+// move through another filer that would close a loop makes one of the two conflict.
+absl::StatusOr<RenameResult> FilerService::RenameOnce(uint64_t parent, std::string_view name,
+                                                      uint64_t new_parent, std::string_view new_name,
+                                                      uint32_t flags) {
   RETURN_IF_ERROR(ValidateName(name));
   RETURN_IF_ERROR(ValidateName(new_name));
   if ((flags & ~(kRenameNoReplace | kRenameExchange)) != 0 ||

@@ -1,8 +1,13 @@
-// Sessions and open files: OpenSession, KeepAlive (with reattach after a filer restart),
-// Open, Release. An unlinked inode stays (as an orphan) while any session holds it open.
+// Sessions and open files: OpenSession, KeepAlive (with reattach), Open, Release, and the
+// expiry of lapsed sessions. An unlinked inode stays (as an orphan) while any session holds it
+// open. Sessions and opens live in the store (session_table.h), so they survive a filer
+// restart and a client moving to another filer.
+#include <algorithm>
 #include <cerrno>
+#include <set>
 
 #include "filer/core/filer_service.h"
+#include "filer/core/mutation.h"
 #include "shared/log.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -11,38 +16,133 @@ namespace kelp::filer {
 
 absl::StatusOr<OpenSessionResponse> FilerService::OpenSession(std::string_view client) {
   OpenSessionResponse resp;
-  resp.set_session(sessions_.Create(client));
+  std::string id = sessions_.NewId();
+  WriteBatch b;
+  sessions_.PutSession(b, id, client);
+  RETURN_IF_ERROR(kv_->Write(b, false));
+  resp.set_session(id);
   resp.set_lease_ms(static_cast<uint32_t>(std::max<int64_t>(opts_.session_timeout.count() / 3, 1)));
   return resp;
 }
 
 absl::Status FilerService::KeepAlive(std::string_view session,
                                      const std::vector<uint64_t>& open_inodes, bool reattach) {
-  if (session.empty()) return PosixError(EINVAL, "empty session id");
-  if (!reattach) return sessions_.Touch(session);
-  std::vector<uint64_t> freed = sessions_.Reattach(session, "");
-  for (uint64_t ino : open_inodes) {
-    auto guard = locks_.Lock({ino});
-    auto rec = LoadInode(ino);
-    if (ErrnoOf(rec.status()) == ENOENT) continue;  // purged while the session was away
-    RETURN_IF_ERROR(rec.status());
-    RETURN_IF_ERROR(sessions_.Open(session, ino));
+  RETURN_IF_ERROR(SessionTable::ValidateId(session));
+  if (!reattach) {
+    return Transact([&]() -> absl::Status {
+      // Read in the transaction, so a concurrent expiry and this renewal cannot both win.
+      auto v = rd().Get(SessionTable::Key(session));
+      if (absl::IsNotFound(v.status())) return absl::NotFoundError(StrCat("unknown session ", session));
+      RETURN_IF_ERROR(v.status());
+      LockTable::Guard none;
+      Mutation m(this, none);
+      sessions_.PutSession(m.batch(), session, "");
+      return m.Commit();
+    });
   }
-  for (uint64_t ino : freed) {
-    if (auto s = PurgeOrphanIfUnused(ino); !s.ok()) spdlog::warn("filer: purge {}: {}", ino, s);
-  }
+  // The session (re)starts holding exactly open_inodes, those that still exist.
+  std::vector<uint64_t> freed;
+  RETURN_IF_ERROR(Transact([&]() -> absl::Status {
+    freed.clear();
+    LockTable::Guard none;
+    Mutation m(this, none);
+    sessions_.PutSession(m.batch(), session, "");
+    ASSIGN_OR_RETURN(std::vector<uint64_t> held, sessions_.OpensOf(rd(), session));
+    std::set<uint64_t> want;
+    for (uint64_t ino : open_inodes) {
+      auto rec = LoadInode(ino);
+      if (ErrnoOf(rec.status()) == ENOENT) continue;  // purged while the session was away
+      RETURN_IF_ERROR(rec.status());
+      want.insert(ino);
+    }
+    std::vector<uint64_t> drop;
+    for (uint64_t ino : held) {
+      if (!want.count(ino)) drop.push_back(ino);
+    }
+    sessions_.DropOpens(m.batch(), session, drop);
+    for (uint64_t ino : drop) {
+      ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), ino, session));
+      if (!open) freed.push_back(ino);
+    }
+    std::vector<uint64_t> add(want.begin(), want.end());
+    sessions_.DropOpens(m.batch(), session, add);  // a count of exactly one each
+    for (uint64_t ino : add) RETURN_IF_ERROR(sessions_.AddOpen(rd(), m.batch(), session, ino, true));
+    return m.Commit();
+  }));
+  if (auto s = PurgeOrphansIfUnused(freed); !s.ok()) spdlog::warn("filer: purge after reattach: {}", s);
   return absl::OkStatus();
 }
 
 absl::Status FilerService::Open(std::string_view session, uint64_t ino) {
-  // Under the inode's lock, so the inode cannot be purged between the check and the count.
-  auto guard = locks_.Lock({ino});
-  RETURN_IF_ERROR(LoadInode(ino).status());
-  return sessions_.Open(session, ino);
+  RETURN_IF_ERROR(SessionTable::ValidateId(session));
+  return Transact([&]() -> absl::Status {
+    // Under the inode's lock (and in the transaction), so the inode cannot be purged between
+    // the check and the count.
+    auto guard = locks_.Lock({ino});
+    RETURN_IF_ERROR(LoadInode(ino).status());
+    ASSIGN_OR_RETURN(bool known, sessions_.Exists(rd(), session));
+    if (!known) return absl::NotFoundError(StrCat("unknown session ", session));
+    Mutation m(this, guard);
+    RETURN_IF_ERROR(sessions_.AddOpen(rd(), m.batch(), session, ino));
+    m.batch().Require(SessionTable::Key(session));
+    absl::Status s = m.Commit();
+    if (MissingKeyOf(s)) return absl::NotFoundError(StrCat("unknown session ", session));
+    return s;
+  });
 }
 
 absl::Status FilerService::Release(std::string_view session, uint64_t ino) {
-  if (sessions_.Release(session, ino)) return PurgeOrphanIfUnused(ino);
+  if (!SessionTable::ValidateId(session).ok()) return absl::OkStatus();
+  bool last = false;
+  RETURN_IF_ERROR(Transact([&]() -> absl::Status {
+    last = false;
+    auto guard = locks_.Lock({ino});
+    Mutation m(this, guard);
+    // An unknown session or an inode it does not hold is not an error (release after lapse).
+    ASSIGN_OR_RETURN(bool held, sessions_.RemoveOpen(rd(), m.batch(), session, ino));
+    if (!held) return absl::OkStatus();
+    RETURN_IF_ERROR(m.Commit());
+    ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), ino));
+    last = !open;
+    return absl::OkStatus();
+  }));
+  if (last) return PurgeOrphanIfUnused(ino);
+  return absl::OkStatus();
+}
+
+absl::Status FilerService::ExpireSession(const std::string& id, std::vector<uint64_t>* freed) {
+  // Once the session's key is gone no open can be added for it (opens Require it), so a
+  // second look finds any that slipped in before and drops them too.
+  for (int round = 0; round < 3; ++round) {
+    bool more = false;
+    std::vector<uint64_t> unheld;
+    RETURN_IF_ERROR(Transact([&]() -> absl::Status {
+      more = false;
+      unheld.clear();
+      LockTable::Guard none;
+      Mutation m(this, none);
+      if (round == 0) {
+        auto v = rd().Get(SessionTable::Key(id));
+        if (absl::IsNotFound(v.status())) return absl::OkStatus();
+        RETURN_IF_ERROR(v.status());
+        // Renewed since the census? Then it stays.
+        ASSIGN_OR_RETURN(bool alive, sessions_.Alive(rd(), id));
+        if (alive) return absl::OkStatus();
+        sessions_.DropSession(m.batch(), id);
+      }
+      ASSIGN_OR_RETURN(std::vector<uint64_t> opens, sessions_.OpensOf(rd(), id));
+      if (opens.empty() && round > 0) return absl::OkStatus();
+      sessions_.DropOpens(m.batch(), id, opens);
+      for (uint64_t ino : opens) {
+        ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), ino, id));
+        if (!open) unheld.push_back(ino);
+      }
+      more = true;
+      return m.Commit();
+    }));
+    freed->insert(freed->end(), unheld.begin(), unheld.end());
+    if (!more) break;
+  }
   return absl::OkStatus();
 }
 

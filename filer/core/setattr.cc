@@ -22,6 +22,10 @@ bool Has(uint32_t valid, SetAttrBits bit) { return (valid & bit) != 0; }
 }  // namespace
 
 absl::StatusOr<Attr> FilerService::SetAttr(const SetAttrRequest& req) {
+  return Transact([&] { return SetAttrOnce(req); });
+}
+
+absl::StatusOr<Attr> FilerService::SetAttrOnce(const SetAttrRequest& req) {
   const uint32_t valid = req.valid();
   auto guard = locks_.Lock({req.ino()});
   ASSIGN_OR_RETURN(InodeRecord rec, LoadInode(req.ino()));
@@ -65,7 +69,7 @@ absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_
   }
   std::set<std::string> kept, dropped;
   std::string prefix = keys::ChunkPrefix(rec.ino);
-  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it->key()), it->value()));
     const bool journaled = c.fid().empty();
@@ -83,7 +87,7 @@ absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_
       if (journaled) {
         // The bytes shrink with the record.
         std::string jkey = keys::JournalKey(rec.ino, c.seq());
-        ASSIGN_OR_RETURN(std::string jv, kv_->Get(jkey));
+        ASSIGN_OR_RETURN(std::string jv, rd().Get(jkey));
         int64_t ms;
         std::string_view data;
         RETURN_IF_ERROR(DecodeJournal(jv, &ms, &data));
@@ -109,7 +113,7 @@ absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_
     if (size == 0) {
       m.batch().Delete(keys::InlineKey(rec.ino));
     } else {
-      ASSIGN_OR_RETURN(std::string data, kv_->Get(keys::InlineKey(rec.ino)));
+      ASSIGN_OR_RETURN(std::string data, rd().Get(keys::InlineKey(rec.ino)));
       data.resize(size);
       m.batch().Put(keys::InlineKey(rec.ino), data);
     }

@@ -131,12 +131,37 @@ class FakeCluster : public ClusterApi {
 };
 
 // Forwards to a store and remembers the size of the last batch written.
+class CountingKvStore;
+class CountingTxn : public KvTxn {
+ public:
+  CountingTxn(CountingKvStore* owner, std::unique_ptr<KvTxn> base) : owner_(owner), base_(std::move(base)) {}
+  absl::StatusOr<std::string> Get(std::string_view key) override { return base_->Get(key); }
+  using KvTxn::Scan;
+  std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end, size_t limit) override {
+    return base_->Scan(begin, end, limit);
+  }
+  absl::StatusOr<uint64_t> Count(std::string_view begin, std::string_view end) override {
+    return base_->Count(begin, end);
+  }
+  absl::Status Commit(const WriteBatch& batch, bool sync) override;
+
+ private:
+  CountingKvStore* owner_;
+  std::unique_ptr<KvTxn> base_;
+};
+
 class CountingKvStore : public KvStore {
  public:
   explicit CountingKvStore(KvStore* base) : base_(base) {}
   absl::StatusOr<std::string> Get(std::string_view key) override { return base_->Get(key); }
+  // Puts and deletes only (a batch may also carry Require checks).
+  static size_t Writes(const WriteBatch& batch) {
+    size_t n = 0;
+    for (const auto& op : batch.ops()) n += op.kind != WriteBatch::Op::kRequire;
+    return n;
+  }
   absl::Status Write(const WriteBatch& batch, bool sync) override {
-    last_batch_ = batch.size();
+    last_batch_ = Writes(batch);
     ++writes_;
     return base_->Write(batch, sync);
   }
@@ -148,6 +173,12 @@ class CountingKvStore : public KvStore {
   }
   absl::Status Sync() override { return base_->Sync(); }
   uint64_t ApproximateSize() override { return base_->ApproximateSize(); }
+  std::unique_ptr<KvTxn> Begin() override {
+    if (!base_->shared()) return KvStore::Begin();  // commits come back through Write
+    return std::make_unique<CountingTxn>(this, base_->Begin());
+  }
+  bool shared() const override { return base_->shared(); }
+  std::string_view kind() const override { return base_->kind(); }
 
   std::atomic<size_t> last_batch_{0};
   std::atomic<size_t> writes_{0};
@@ -156,6 +187,12 @@ class CountingKvStore : public KvStore {
  private:
   KvStore* base_;
 };
+
+inline absl::Status CountingTxn::Commit(const WriteBatch& batch, bool sync) {
+  owner_->last_batch_ = CountingKvStore::Writes(batch);
+  ++owner_->writes_;
+  return base_->Commit(batch, sync);
+}
 
 inline FilerOptions TestOptions(Clock* clock) {
   FilerOptions o;
@@ -167,7 +204,8 @@ inline FilerOptions TestOptions(Clock* clock) {
   return o;
 }
 
-// A FilerService on a fresh "memory" or "rocksdb" store, with a fake cluster and clock.
+// A FilerService on a fresh "memory", "rocksdb" or "shared" (memory, behaving like a store
+// several filers share) store, with a fake cluster and clock.
 class Harness {
  public:
   explicit Harness(std::string backend, std::function<void(FilerOptions&)> tweak = nullptr)
@@ -269,7 +307,8 @@ class Harness {
       REQUIRE(r.ok());
       kv = std::move(*r);
     } else {
-      kv = NewMemoryKvStore();
+      // "shared": a store as several filers see it (transactions validated, event ranges).
+      kv = NewMemoryKvStore(backend_ == "shared");
     }
   }
   void Boot() {
@@ -293,6 +332,6 @@ int Err(const absl::StatusOr<T>& s) {
   return ErrnoOf(s.status());
 }
 
-#define KELP_BACKENDS GENERATE(as<std::string>{}, "memory", "rocksdb")
+#define KELP_BACKENDS GENERATE(as<std::string>{}, "memory", "rocksdb", "shared")
 
 }  // namespace kelp::filer::testing

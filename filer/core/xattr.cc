@@ -25,7 +25,7 @@ absl::Status ValidateXattrName(std::string_view name) {
 absl::StatusOr<std::string> FilerService::GetXattr(uint64_t ino, std::string_view name) {
   RETURN_IF_ERROR(ValidateXattrName(name));
   RETURN_IF_ERROR(LoadInode(ino).status());
-  auto v = kv_->Get(keys::XattrKey(ino, name));
+  auto v = rd().Get(keys::XattrKey(ino, name));
   if (absl::IsNotFound(v.status())) return PosixError(ENODATA, StrCat("no xattr ", name));
   return v;
 }
@@ -38,9 +38,14 @@ absl::Status FilerService::SetXattr(uint64_t ino, std::string_view name, std::st
     return PosixError(EINVAL, StrCat("bad xattr flags ", flags));
   }
   if (value.size() > kMaxXattrValueLen) return PosixError(E2BIG, "xattr value over 64 KiB");
+  return Transact([&] { return SetXattrOnce(ino, name, value, flags); });
+}
+
+absl::Status FilerService::SetXattrOnce(uint64_t ino, std::string_view name, std::string_view value,
+                                        uint32_t flags) {
   auto guard = locks_.Lock({ino});
   ASSIGN_OR_RETURN(InodeRecord rec, LoadInode(ino));
-  auto old = kv_->Get(keys::XattrKey(ino, name));
+  auto old = rd().Get(keys::XattrKey(ino, name));
   if (!old.ok() && !absl::IsNotFound(old.status())) return old.status();
   if ((flags & kXattrCreate) && old.ok()) return PosixError(EEXIST, StrCat("xattr ", name, " exists"));
   if ((flags & kXattrReplace) && !old.ok()) return PosixError(ENODATA, StrCat("no xattr ", name));
@@ -69,7 +74,7 @@ absl::StatusOr<std::vector<std::string>> FilerService::ListXattr(uint64_t ino) {
   RETURN_IF_ERROR(LoadInode(ino).status());
   std::vector<std::string> names;
   std::string prefix = keys::XattrPrefix(ino);
-  auto it = kv_->Scan(prefix, keys::PrefixEnd(prefix));
+  auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) names.emplace_back(keys::NameOf(it->key()));
   RETURN_IF_ERROR(it->status());
   return names;
@@ -77,9 +82,13 @@ absl::StatusOr<std::vector<std::string>> FilerService::ListXattr(uint64_t ino) {
 
 absl::Status FilerService::RemoveXattr(uint64_t ino, std::string_view name) {
   RETURN_IF_ERROR(ValidateXattrName(name));
+  return Transact([&] { return RemoveXattrOnce(ino, name); });
+}
+
+absl::Status FilerService::RemoveXattrOnce(uint64_t ino, std::string_view name) {
   auto guard = locks_.Lock({ino});
   ASSIGN_OR_RETURN(InodeRecord rec, LoadInode(ino));
-  auto old = kv_->Get(keys::XattrKey(ino, name));
+  auto old = rd().Get(keys::XattrKey(ino, name));
   if (absl::IsNotFound(old.status())) return PosixError(ENODATA, StrCat("no xattr ", name));
   RETURN_IF_ERROR(old.status());
   RETURN_IF_ERROR(CountXattrs(rec, -1));

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "filer/cluster/lease.h"
 #include "filer/core/consistency_check.h"
 #include "filer/fsck/blob_check.h"
 #include "filer/fsck/repair.h"
@@ -66,20 +67,31 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenStoreForFsck(const std::string& sto
   return kv;
 }
 
+absl::StatusOr<std::unique_ptr<KvStore>> OpenOfflineStore(const StoreOptions& o, const std::string& dir,
+                                                          std::string* where) {
+  if (o.kind == "rocksdb") {
+    ASSIGN_OR_RETURN(std::string store_dir, FindFilerStore(dir));
+    *where = store_dir;
+    return OpenStoreForFsck(store_dir);
+  }
+  *where = DescribeStore(o);
+  ASSIGN_OR_RETURN(auto kv, OpenKvStore(o));
+  RETURN_IF_ERROR(CoordinatorLease::CheckNoFilerRunning(*kv));
+  return kv;
+}
+
 int RunFsck(const FsckOptions& o, const std::function<void(std::string_view)>& out) {
   auto verbose = [&](std::string_view line) {
     if (o.verbose) out(line);
   };
-  auto store = FindFilerStore(o.dir);
-  if (!store.ok()) {
-    out(fmt::format("filer.fsck: {}", store.status().message()));
+  std::string where;
+  auto opened = OpenOfflineStore(o.store, o.dir, &where);
+  if (!opened.ok()) {
+    out(fmt::format("filer.fsck: {}", opened.status().message()));
     return kFsckProblems;
   }
-  auto kv = OpenStoreForFsck(*store);
-  if (!kv.ok()) {
-    out(fmt::format("filer.fsck: {}", kv.status().message()));
-    return kFsckProblems;
-  }
+  auto* kv = &*opened;
+  const std::string* store = &where;
   verbose(fmt::format("checking the filer store in {}", *store));
 
   uint64_t fixes = 0;

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "filer/store/kv_store.h"
+#include "filer/store/open_store.h"
 
 namespace kelp::filer {
 
@@ -20,6 +21,8 @@ struct FsckOptions {
   // The filer's data directory (`kelp filer -dir`), a `kelp server -dir`, or the RocksDB
   // directory itself.
   std::string dir;
+  // The store, as `kelp filer -store=...` names it; for rocksdb, found under dir.
+  StoreOptions store;
   // Repair what is safe.
   bool fix = false;
   // Check chunk blobs against these volume servers ("host:port" or "host:port.grpcPort"),
@@ -44,6 +47,10 @@ absl::StatusOr<std::string> FindFilerStore(const std::string& dir);
 // Opens the store at a path FindFilerStore returned. FailedPrecondition with one line naming
 // the process when another process (a running filer) holds it.
 absl::StatusOr<std::unique_ptr<KvStore>> OpenStoreForFsck(const std::string& store_dir);
+// Opens the store o names (rocksdb: under dir, through the two functions above; postgres:
+// refused while a filer holds the coordinator lease). *where says which store it is.
+absl::StatusOr<std::unique_ptr<KvStore>> OpenOfflineStore(const StoreOptions& o, const std::string& dir,
+                                                          std::string* where);
 
 // Runs the whole check, writing report lines to out; returns an exit code above.
 int RunFsck(const FsckOptions& options, const std::function<void(std::string_view)>& out);

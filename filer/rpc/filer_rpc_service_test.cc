@@ -500,3 +500,78 @@ TEST_CASE("filer client: a synced commit covers the mutations before it, an unsy
   CHECK(c.SyncOwed());
   CHECK(c.fsyncs_sent() == 0);
 }
+
+TEST_CASE("filer client: with several filers it moves to the next when one goes away, and stays there") {
+  Harness h("memory");
+  // Two filers over one namespace (as two filers over one store).
+  Server a(h.fs.get()), b(h.fs.get());
+  const std::string addr_a = "127.0.0.1:" + std::to_string(a.port);
+  const std::string addr_b = "127.0.0.1:" + std::to_string(b.port);
+  FilerClient c(addr_a + "," + addr_b);
+  REQUIRE(c.Connect(3s).ok());
+  CHECK(c.filer() == addr_a);
+  auto one = c.Create(File(1, "one"));
+  REQUIRE(one.ok());
+  CHECK(c.failovers() == 0);
+
+  // The filer closes the connection as it goes: the next call, a mutation, is not sent into
+  // it but to the other filer, and succeeds.
+  a.Down();
+  auto two = c.Create(File(1, "two"));
+  REQUIRE(two.ok());
+  CHECK(c.filer() == addr_b);
+  CHECK(c.failovers() == 1);
+  CHECK(c.Lookup(1, "one")->ino() == one->ino());
+
+  // It stays where it is when the first comes back, and events stream from there.
+  a.Up();
+  REQUIRE(c.Create(File(1, "three")).ok());
+  CHECK(c.filer() == addr_b);
+  auto sub = c.Subscribe(1, "", "test");
+  REQUIRE(sub.ok());
+  Event e;
+  REQUIRE((*sub)->Next(&e));
+  CHECK(e.name() == "one");
+  (*sub)->Cancel();
+
+  // That one goes: a read moves back to the first, and so does a subscription.
+  b.Down();
+  auto attr = c.GetAttr(two->ino());
+  REQUIRE(attr.ok());
+  CHECK(c.filer() == addr_a);
+  CHECK(c.failovers() == 2);
+  b.Up();
+  a.Down();
+  auto again = c.Subscribe(1, "", "test");
+  REQUIRE(again.ok());
+  CHECK(c.filer() == addr_b);
+  REQUIRE((*again)->Next(&e));
+  CHECK(e.name() == "one");
+  (*again)->Cancel();
+
+  // None left: UNAVAILABLE, and a new client's Connect names every filer it tried.
+  b.Down();
+  CHECK(c.Lookup(1, "one").status().code() == absl::StatusCode::kUnavailable);
+  FilerClient d(addr_a + "," + addr_b);
+  absl::Status s = d.Connect(1s);
+  CHECK(s.code() == absl::StatusCode::kUnavailable);
+  CHECK(s.message().find(addr_a) != std::string_view::npos);
+  CHECK(s.message().find(addr_b) != std::string_view::npos);
+}
+
+TEST_CASE("filer client: a filer of the list that is not there at the start is passed over") {
+  Harness h("memory");
+  Server a(h.fs.get()), b(h.fs.get());
+  const std::string addr_a = "127.0.0.1:" + std::to_string(a.port);
+  const std::string addr_b = "127.0.0.1:" + std::to_string(b.port);
+  a.Down();
+  FilerClient c(addr_a + "," + addr_b);
+  REQUIRE(c.Connect(3s).ok());
+  CHECK(c.filer() == addr_b);
+  REQUIRE(c.Create(File(1, "x")).ok());
+  // One address is the single-filer client of before: no failover, the address as given.
+  FilerClient single(addr_b);
+  CHECK(single.filer() == addr_b);
+  REQUIRE(single.Lookup(1, "x").ok());
+  CHECK(single.failovers() == 0);
+}

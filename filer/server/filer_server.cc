@@ -1,6 +1,7 @@
 #include "filer/server/filer_server.h"
 
 #include <filesystem>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +18,7 @@ namespace kelp::filer {
 class FilerServer::HttpHandler : public http::Handler {
  public:
   explicit HttpHandler(FilerServer* server)
-      : server_(server), cluster_(server->topology_.get()), auth_(security::Current()) {}
+      : server_(server), cluster_(server->topology_.get(), server->router_.get()), auth_(security::Current()) {}
 
   // The filer's own paths first (IsFilerOwnPath), then the file APIs.
   bool RunInline(const http::Request& req) const override {
@@ -37,9 +38,16 @@ class FilerServer::HttpHandler : public http::Handler {
         if (!http::ServeMetrics(req, w)) w.SendError(405, "use GET");
         return;
       }
+      nlohmann::json coordinator = nullptr;
+      if (auto h = server_->lease_->holder()) {
+        coordinator = {{"id", h->id}, {"grpc", h->grpc_address}, {"http", h->http_address}, {"epoch", h->epoch},
+                       {"self", server_->lease_->IsHolder()}};
+      }
       nlohmann::json j{{"version", kVersion},
                        {"httpPort", server_->http_port()},
                        {"grpcPort", server_->grpc_port()},
+                       {"store", std::string(server_->kv_->kind())},
+                       {"coordinator", coordinator},
                        {"gc",
                         {{"pending", server_->core_->gc().pending()},
                          {"deleted", server_->core_->gc().deleted_total()},
@@ -62,12 +70,10 @@ FilerServer::FilerServer(FilerServerOptions options) : opts_(std::move(options))
 FilerServer::~FilerServer() { Stop(); }
 
 absl::Status FilerServer::Start() {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(opts_.dir) / "meta", ec);
-  if (ec) return absl::FailedPreconditionError(StrCat("cannot create ", opts_.dir, ": ", ec.message()));
-  RocksKvOptions kv_opts;
-  kv_opts.testing_power_cut = opts_.testing_power_cut;
-  ASSIGN_OR_RETURN(kv_, OpenRocksKvStore((std::filesystem::path(opts_.dir) / "meta").string(), kv_opts));
+  StoreOptions store = opts_.store;
+  if (store.kind == "rocksdb" && store.dir.empty()) store.dir = (std::filesystem::path(opts_.dir) / "meta").string();
+  store.rocks.testing_power_cut = opts_.testing_power_cut;
+  ASSIGN_OR_RETURN(kv_, OpenKvStore(store));
 
   admin_ = NewGrpcVolumeAdmin();
   Topology::Options topts;
@@ -79,10 +85,26 @@ absl::Status FilerServer::Start() {
   topology_ = std::make_unique<Topology>(topts, kv_.get(), admin_.get());
   RETURN_IF_ERROR(topology_->Start());
 
-  core_ = std::make_unique<FilerService>(kv_.get(), topology_.get(), opts_.core);
+  CoordinatorLease::Options lopts;
+  lopts.id = StrCat(opts_.ip, ":", opts_.port, "/", std::random_device{}());
+  lopts.lease = std::chrono::milliseconds(std::max<uint32_t>(opts_.coordinator_lease_ms, 300));
+  lopts.capacity = [this] {
+    auto c = topology_->GetCapacity();
+    return std::make_pair(c.total_bytes, c.free_bytes);
+  };
+  lopts.on_change = [this, pulse = opts_.pulse_ms](bool holder) {
+    // Volume servers find a new coordinator within a pulse or two; until they have, do not
+    // grow volumes it merely has not heard of yet.
+    if (holder && kv_->shared()) topology_->HoldGrowthFor(std::chrono::milliseconds(3 * pulse));
+    if (holder && core_) core_->gc().Wake();
+  };
+  lease_ = std::make_unique<CoordinatorLease>(kv_.get(), lopts);
+  router_ = std::make_unique<ClusterRouter>(topology_.get(), lease_.get());
+
+  core_ = std::make_unique<FilerService>(kv_.get(), router_.get(), opts_.core);
   RETURN_IF_ERROR(core_->Start());
 
-  cluster_service_ = std::make_unique<ClusterGrpcService>(topology_.get());
+  cluster_service_ = std::make_unique<ClusterGrpcService>(topology_.get(), router_.get());
   ASSIGN_OR_RETURN(auto grpc_creds, security::ServerCredentials(security::kFilerComponent));
   grpc::ServerBuilder builder;
   int want_grpc = opts_.grpc_port > 0 ? opts_.grpc_port : (opts_.port > 0 ? opts_.port + 10000 : 0);
@@ -105,7 +127,7 @@ absl::Status FilerServer::Start() {
   rpc_ = std::make_unique<rpc::Server>(ropts, rpc_service_->service());
   RETURN_IF_ERROR(rpc_->Start());
 
-  http_api_ = std::make_unique<FilerHttpApi>(core_.get(), topology_.get(), opts_.http);
+  http_api_ = std::make_unique<FilerHttpApi>(core_.get(), router_.get(), opts_.http);
   core_->SetBlobStore(http_api_->blob_store());
   http_handler_ = std::make_unique<HttpHandler>(this);
   http::HttpServer::Options hopts;
@@ -122,9 +144,11 @@ absl::Status FilerServer::Start() {
   };
   http_ = std::make_unique<http::HttpServer>(hopts, http_handler_.get());
   RETURN_IF_ERROR(http_->Start());
+  lease_->SetAddresses(StrCat(opts_.ip, ":", grpc_port_), StrCat(opts_.ip, ":", http_->port()));
+  RETURN_IF_ERROR(lease_->Start());
   started_ = true;
-  spdlog::info("filer: HTTP on {}:{}, gRPC on {}:{}, data in {}", opts_.ip, http_->port(), opts_.ip, grpc_port_,
-               opts_.dir);
+  spdlog::info("filer: HTTP on {}:{}, gRPC on {}:{}, store {}", opts_.ip, http_->port(), opts_.ip, grpc_port_,
+               DescribeStore(store));
   auto sec = security::Current();
   if (sec->volume_write.enabled() && !sec->filer_write.enabled()) {
     spdlog::warn("filer: [jwt.signing] is set but [jwt.filer_signing] is not: anyone who reaches the HTTP port can "
@@ -138,6 +162,8 @@ absl::Status FilerServer::Start() {
 }
 
 void FilerServer::Stop() {
+  // First, so another filer sharing the store takes over at once.
+  if (lease_) lease_->Stop();
   if (http_) http_->Stop();
   if (rpc_service_) rpc_service_->Shutdown();
   if (rpc_) rpc_->Stop();

@@ -12,12 +12,15 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "filer/cluster/cluster_router.h"
 #include "filer/cluster/cluster_service.h"
+#include "filer/cluster/lease.h"
 #include "filer/cluster/topology.h"
 #include "filer/core/filer_service.h"
 #include "filer/rpc/filer_rpc_service.h"
 #include "filer/http/filer_http.h"
 #include "filer/store/kv_store.h"
+#include "filer/store/open_store.h"
 #include "shared/http/http_server.h"
 #include "shared/rpc/server.h"
 
@@ -26,6 +29,12 @@ namespace kelp::filer {
 struct FilerServerOptions {
   // Data directory; the RocksDB store lives in <dir>/meta. Default: ./filerdata.
   std::string dir = "./filerdata";
+  // The metadata store (-store, -store.dsn...): RocksDB under dir, or PostgreSQL shared with
+  // other filers (docs/filer-stores.md).
+  StoreOptions store;
+  // Filers sharing a store: how long the coordinator lease lasts without renewal, in ms; a
+  // dead coordinator is replaced after about this long. Default: 6000.
+  uint32_t coordinator_lease_ms = 6000;
   // Address to bind. Default: 127.0.0.1.
   std::string ip = "127.0.0.1";
   // HTTP port; 0 = any free port. Default: 8888.
@@ -69,6 +78,7 @@ class FilerServer {
   int http_port() const { return http_ ? http_->port() : 0; }
   int grpc_port() const { return grpc_port_; }
   Topology* topology() { return topology_.get(); }
+  CoordinatorLease* lease() { return lease_.get(); }
   FilerService* core() { return core_.get(); }
   KvStore* kv() { return kv_.get(); }
 
@@ -79,6 +89,8 @@ class FilerServer {
   std::unique_ptr<KvStore> kv_;
   std::unique_ptr<VolumeAdmin> admin_;
   std::unique_ptr<Topology> topology_;
+  std::unique_ptr<CoordinatorLease> lease_;
+  std::unique_ptr<ClusterRouter> router_;
   std::unique_ptr<FilerService> core_;
   std::unique_ptr<ClusterGrpcService> cluster_service_;
   std::unique_ptr<FilerRpcService> rpc_service_;

@@ -30,6 +30,10 @@ inline constexpr char kXattr = 'X';      // X ino name                      -> r
 inline constexpr char kOrphan = 'O';     // O ino                           -> varint unlink time ns
 inline constexpr char kGc = 'G';         // G due_ms seq                    -> GcValue
 inline constexpr char kEvent = 'E';      // E seq                           -> serialized kelp.filer.Event
+inline constexpr char kEventRange = 'R'; // R first                         -> EventRangeValue (shared stores)
+inline constexpr char kSession = 'S';    // S session                       -> SessionValue
+inline constexpr char kHolder = 'H';     // H ino session                   -> varint opens
+inline constexpr char kSessionOpen = 'U';// U session \0 ino                -> empty
 inline constexpr char kJournal = 'J';    // J ino seq                       -> JournalValue (varint ms, data)
 
 // Sequence names (family Q).
@@ -43,6 +47,7 @@ inline constexpr std::string_view kVolumeIdSeq = "volume_id";
 inline constexpr std::string_view kNeedleKeySeq = "needle_key";
 // Meta names (family M).
 inline constexpr std::string_view kEventFloorName = "event_floor";  // u64 BE: seqs below were trimmed
+inline constexpr std::string_view kCoordinatorName = "coordinator";  // the coordinator lease (filer/cluster/lease.h)
 
 inline constexpr uint64_t kRootIno = 1;
 
@@ -116,6 +121,24 @@ inline std::string GcKey(uint64_t due_ms, uint64_t seq) {
 }
 
 inline std::string EventKey(uint64_t seq) { return WithIno(kEvent, seq); }
+inline std::string EventRangeKey(uint64_t first) { return WithIno(kEventRange, first); }
+
+inline std::string SessionKey(std::string_view session) { return std::string(1, kSession).append(session); }
+inline std::string HolderKey(uint64_t ino, std::string_view session) {
+  return WithIno(kHolder, ino).append(session);
+}
+inline std::string HolderPrefix(uint64_t ino) { return WithIno(kHolder, ino); }
+inline std::string SessionOpenPrefix(std::string_view session) {
+  std::string k(1, kSessionOpen);
+  k.append(session);
+  k.push_back('\0');
+  return k;
+}
+inline std::string SessionOpenKey(std::string_view session, uint64_t ino) {
+  std::string k = SessionOpenPrefix(session);
+  PutFixed64BE(&k, ino);
+  return k;
+}
 
 // The smallest key greater than every key starting with prefix ("" if there is none), for
 // the exclusive end of a prefix scan or DeleteRange.
@@ -140,5 +163,11 @@ inline uint64_t FirstU64(std::string_view key) { return key.size() >= 9 ? Decode
 inline uint64_t SecondU64(std::string_view key) { return key.size() >= 17 ? DecodeFixed64BE(key.substr(9, 8)) : 0; }
 // The bytes after family + u64: the name in dentry and xattr keys.
 inline std::string_view NameOf(std::string_view key) { return key.size() > 9 ? key.substr(9) : std::string_view(); }
+// The session of an H key.
+inline std::string_view HolderSession(std::string_view key) { return key.size() > 9 ? key.substr(9) : std::string_view(); }
+// The ino of a U key (its last 8 bytes).
+inline uint64_t SessionOpenIno(std::string_view key) {
+  return key.size() >= 17 ? DecodeFixed64BE(key.substr(key.size() - 8)) : 0;
+}
 
 }  // namespace kelp::filer::keys

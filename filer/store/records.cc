@@ -63,9 +63,12 @@ std::string EncodeInode(const InodeRecord& r) {
   PutVarint64(&v, r.inline_size);
   PutVarint64(&v, r.next_cookie);
   PutLengthPrefixed(&v, r.symlink_target);
-  // Optional trailing fields: absent in records written before they were kept.
-  if (r.xattrs_counted || r.journal_count > 0) PutVarint64(&v, r.xattrs_counted ? r.xattr_count : 0);
-  if (r.journal_count > 0) PutVarint64(&v, r.journal_count);
+  // Optional trailing fields: absent in records written before they were kept; each present
+  // only with the ones before it.
+  const bool more = r.journal_count > 0 || r.last_chunk_seq != 0;
+  if (r.xattrs_counted || more) PutVarint64(&v, r.xattrs_counted ? r.xattr_count : 0);
+  if (more) PutVarint64(&v, r.journal_count);
+  if (r.last_chunk_seq != 0) PutVarint64(&v, r.last_chunk_seq);
   return v;
 }
 
@@ -89,6 +92,7 @@ absl::StatusOr<InodeRecord> DecodeInode(uint64_t ino, std::string_view v) {
   r.xattrs_counted = !v.empty();
   if (r.xattrs_counted && !GetVarint64(&v, &r.xattr_count)) return Corrupt("inode");
   if (!v.empty() && !GetVarint64(&v, &r.journal_count)) return Corrupt("inode");
+  if (!v.empty() && !GetVarint64(&v, &r.last_chunk_seq)) return Corrupt("inode");
   r.mode = static_cast<uint32_t>(mode);
   r.uid = static_cast<uint32_t>(uid);
   r.gid = static_cast<uint32_t>(gid);

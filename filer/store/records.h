@@ -38,6 +38,10 @@ struct InodeRecord {
   uint64_t xattr_count = 0;       // records under XattrPrefix(ino), when xattrs_counted
   bool xattrs_counted = true;     // false: a record written before the count was kept
   uint64_t journal_count = 0;     // journaled chunk records (bytes under JournalPrefix(ino))
+  // The highest chunk seq ever committed to this inode (0: none, or a record from before it
+  // was kept). New chunks get higher seqs even when another filer's sequence range is behind.
+  // Stored only after journal_count.
+  uint64_t last_chunk_seq = 0;
 
   bool IsDir() const;
   bool IsReg() const;

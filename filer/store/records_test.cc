@@ -61,6 +61,21 @@ TEST_CASE("the xattr count is an optional trailing field, absent means unknown")
   CHECK(EncodeInode(*d) == old);
 }
 
+TEST_CASE("the last chunk seq trails the xattr count") {
+  InodeRecord r;
+  r.mode = S_IFREG | 0644;
+  r.xattr_count = 1;
+  r.last_chunk_seq = 1ULL << 40;
+  auto d = DecodeInode(7, EncodeInode(r));
+  REQUIRE(d.ok());
+  CHECK(d->xattr_count == 1);
+  CHECK(d->last_chunk_seq == 1ULL << 40);
+  // Absent (0) costs nothing; a record without it decodes as 0.
+  r.last_chunk_seq = 0;
+  CHECK(EncodeInode(r).size() < EncodeInode(*d).size());
+  CHECK(DecodeInode(7, EncodeInode(r))->last_chunk_seq == 0);
+}
+
 TEST_CASE("dentry, index, chunk and gc values round-trip") {
   auto d = DecodeDentry(EncodeDentry({123456789, S_IFDIR, 55}));
   REQUIRE(d.ok());

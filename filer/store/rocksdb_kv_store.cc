@@ -11,8 +11,10 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include "absl/base/thread_annotations.h"
 #include "filer/store/kv_store.h"
 #include "shared/metrics.h"
+#include "shared/mutex.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -100,12 +102,40 @@ class RocksKvStore : public KvStore {
                                          " MiB free on its disk"));
       }
     }
+    // A batch with Require checks runs alone, so no other write slips between its checks and
+    // its own write; plain batches share the lock (RocksDB groups them itself).
+    if (batch.has_requires()) {
+      WriterLock exclusive(require_mu_);
+      return WriteLocked(batch, sync);
+    }
+    ReaderLock shared(require_mu_);
+    return WriteLocked(batch, sync);
+  }
+
+  // Needs require_mu_, exclusive when the batch has Require checks.
+  absl::Status WriteLocked(const WriteBatch& batch, bool sync) ABSL_SHARED_LOCKS_REQUIRED(require_mu_) {
     rocksdb::WriteBatch wb;
     for (const auto& op : batch.ops()) {
       switch (op.kind) {
         case WriteBatch::Op::kPut: wb.Put(S(op.key), S(op.value)); break;
         case WriteBatch::Op::kDelete: wb.Delete(S(op.key)); break;
-        case WriteBatch::Op::kDeleteRange: wb.DeleteRange(S(op.key), S(op.value)); break;
+        case WriteBatch::Op::kDeleteRange:
+          if (op.value.empty()) {
+            // RocksDB needs an end: delete what is there one key at a time.
+            auto it = std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(rocksdb::ReadOptions()));
+            for (it->Seek(S(op.key)); it->Valid(); it->Next()) wb.Delete(it->key());
+            if (!it->status().ok()) return FromRocks(it->status(), "scan");
+          } else if (op.key < op.value) {
+            wb.DeleteRange(S(op.key), S(op.value));
+          }
+          break;
+        case WriteBatch::Op::kRequire: {
+          std::string ignored;
+          rocksdb::Status g = db_->Get(rocksdb::ReadOptions(), S(op.key), &ignored);
+          if (g.IsNotFound()) return MissingKeyError(op.key);
+          if (!g.ok()) return FromRocks(g, "get");
+          break;
+        }
       }
     }
     rocksdb::WriteOptions wo;
@@ -141,6 +171,8 @@ class RocksKvStore : public KvStore {
     return FromRocks(s, "sync WAL");
   }
 
+  std::string_view kind() const override { return "rocksdb"; }
+
   uint64_t ApproximateSize() override {
     uint64_t v = 0;
     db_->GetIntProperty("rocksdb.total-sst-files-size", &v);
@@ -172,6 +204,7 @@ class RocksKvStore : public KvStore {
   }
 
   std::unique_ptr<rocksdb::DB> db_;
+  SharedMutex require_mu_;
   std::shared_ptr<rocksdb::Statistics> stats_;
   const std::string dir_;
   const uint64_t min_free_bytes_;

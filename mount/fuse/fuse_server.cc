@@ -75,7 +75,13 @@ absl::Status FuseServer::Mount() {
   AddDirOps(&ops);
   AddMiscOps(&ops);
 
-  std::string mount_opts = kelp::StrCat("default_permissions,fsname=", opts_.fsname, ",subtype=kelp");
+  // fuse_opt splits options at commas: escape them (a -filer list has some) and backslashes.
+  std::string fsname;
+  for (char c : opts_.fsname) {
+    if (c == ',' || c == '\\') fsname += '\\';
+    fsname += c;
+  }
+  std::string mount_opts = kelp::StrCat("default_permissions,fsname=", fsname, ",subtype=kelp");
   if (opts_.allow_others) mount_opts += ",allow_other";
   if (opts_.read_only) mount_opts += ",ro";
   std::vector<std::string> args = {"kelp", "-o", mount_opts};

@@ -175,6 +175,14 @@ class ClientConn {
     return !broken_.ok();
   }
 
+  // Fails the connection if the peer closed its end or it is in error (no blocking).
+  void FailIfClosed() {
+    pollfd p{fd_, POLLRDHUP, 0};
+    if (poll(&p, 1, 0) != 1 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) return;
+    std::lock_guard lock(mu_);
+    FailLocked(Unavailable(address_, "the server closed the connection"));
+  }
+
   // Registers a call; returns its id, or the connection's failure.
   absl::StatusOr<uint64_t> Register(const std::shared_ptr<PendingCall>& call) {
     MutexLock lock(mu_);
@@ -532,6 +540,15 @@ absl::StatusOr<std::shared_ptr<ClientConn>> Channel::NewConn(Clock::time_point d
 }
 
 absl::Status Channel::Connect(std::chrono::milliseconds timeout) { return Conn(Clock::now() + timeout).status(); }
+
+void Channel::DropIfClosed() {
+  std::shared_ptr<ClientConn> conn;
+  {
+    std::lock_guard lock(mu_);
+    conn = conn_;
+  }
+  if (conn) conn->FailIfClosed();
+}
 
 absl::StatusOr<std::string> Channel::CallRaw(uint16_t method, std::string_view request,
                                              std::chrono::milliseconds timeout) {

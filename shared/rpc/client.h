@@ -101,6 +101,11 @@ class Channel {
   absl::StatusOr<std::unique_ptr<ClientStream>> OpenStream(uint16_t method, const google::protobuf::MessageLite& req,
                                                            std::chrono::milliseconds connect_timeout);
 
+  // Drops the connection if the server has closed its end (seen without blocking: one
+  // poll(2)), so that the next call connects afresh rather than being sent into a connection
+  // that can only fail. Calls in flight on it fail with UNAVAILABLE, as they would anyway.
+  void DropIfClosed();
+
   const std::string& address() const { return address_; }
   // Connections made so far (1 while the first one lives).
   uint64_t connects() const;

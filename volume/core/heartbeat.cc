@@ -20,10 +20,12 @@ void FillVolumeInfo(const Volume& v, kelp::volume::VolumeInfo* info) {
   info->set_max_key(s.max_key);
 }
 
-Heartbeater::Heartbeater(Options options, Store* store)
-    : opts_(std::move(options)),
-      store_(store),
-      stub_(cluster::Cluster::NewStub(FilerChannel(opts_.filer_grpc))) {}
+Heartbeater::Heartbeater(Options options, Store* store) : opts_(std::move(options)), store_(store) {}
+
+std::string Heartbeater::Target() const {
+  if (!leader_.empty()) return leader_;
+  return opts_.filers_grpc.empty() ? "" : opts_.filers_grpc[next_filer_ % opts_.filers_grpc.size()];
+}
 
 std::shared_ptr<grpc::Channel> FilerChannel(const std::string& address) {
   grpc::ChannelArguments args;
@@ -81,8 +83,14 @@ cluster::HeartbeatRequest Heartbeater::BuildRequest() const {
 
 void Heartbeater::Run() {
   int pulse_ms = opts_.pulse_ms > 0 ? opts_.pulse_ms : 1000;
+  size_t quick_tries = 0;
   bool outage_logged = false;
   for (;;) {
+    std::string target = Target();
+    if (target != stub_target_) {
+      stub_ = cluster::Cluster::NewStub(FilerChannel(target));
+      stub_target_ = target;
+    }
     cluster::HeartbeatRequest req = BuildRequest();
     cluster::HeartbeatResponse resp;
     grpc::ClientContext ctx;
@@ -99,23 +107,49 @@ void Heartbeater::Run() {
       active_ = nullptr;
       if (stop_) return;
     }
-    if (s.ok()) {
+    bool retry_now = false;
+    if (s.ok() && !resp.leader().empty()) {
+      // Not the coordinator: go there (at once), unless it names itself, which it never should.
+      if (resp.leader() != target) {
+        if (resp.leader() != leader_) {
+          spdlog::info("volume server {}:{}: filer {} points to the coordinator {}", opts_.ip, opts_.port, target,
+                       resp.leader());
+        }
+        leader_ = resp.leader();
+        retry_now = true;
+      } else {
+        s = grpc::Status(grpc::StatusCode::UNAVAILABLE, "filer names itself coordinator but would not record");
+      }
+    } else if (s.ok()) {
+      quick_tries = 0;
       if (!connected_.exchange(true) || outage_logged) {
-        spdlog::info("volume server {}:{}: heartbeating to filer {}", opts_.ip, opts_.port,
-                     opts_.filer_grpc);
+        spdlog::info("volume server {}:{}: heartbeating to filer {}", opts_.ip, opts_.port, target);
       }
       outage_logged = false;
       beats_.fetch_add(1);
       if (resp.volume_size_limit() > 0) store_->SetVolumeSizeLimit(resp.volume_size_limit());
       if (resp.pulse_ms() > 0) pulse_ms = static_cast<int>(resp.pulse_ms());
-    } else {
+    }
+    if (!s.ok()) {
       connected_ = false;
       if (!outage_logged) {
         spdlog::warn("volume server {}:{}: heartbeat to filer {} failed ({}); retrying every {} ms",
-                     opts_.ip, opts_.port, opts_.filer_grpc, s.error_message(), pulse_ms);
+                     opts_.ip, opts_.port, target, s.error_message(), pulse_ms);
         outage_logged = true;
       }
+      // The coordinator went away: ask the filers in turn who holds it now. A plain filer
+      // failed: try the next one.
+      if (!leader_.empty()) {
+        leader_.clear();
+      } else {
+        ++next_filer_;
+      }
+      retry_now = true;
     }
+    // Redirects and failovers go at once, but at most one round of the list per pulse (two
+    // filers pointing at each other, or all of them down, must not make a busy loop).
+    if (retry_now && ++quick_tries < opts_.filers_grpc.size() + 1) continue;
+    quick_tries = 0;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(pulse_ms);
     MutexLock l(mu_);
     while (!stop_ && !triggered_ && cv_.WaitUntil(l, deadline)) {

@@ -3,6 +3,10 @@
 // limit and change the pulse. Survives filer restarts: failures are retried every pulse and
 // logged once per outage.
 //
+// With several filers sharing a store (-filer=a:8888,b:8888) the heartbeats go to the
+// coordinator among them: a filer that is not answers with its address (leader), and the
+// heartbeater follows; when the filer it talks to fails, it tries the next one in the list.
+//
 // Threads: Start/Stop from the owner's thread; Trigger from any thread. One background thread.
 #pragma once
 
@@ -10,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "proto/cluster.grpc.pb.h"
@@ -21,7 +26,7 @@ namespace kelp::volume {
 class Heartbeater {
  public:
   struct Options {
-    std::string filer_grpc;  // "host:port" of the filer's gRPC service
+    std::vector<std::string> filers_grpc;  // "host:port" of each filer's gRPC service
     std::string ip;
     uint32_t port = 0;  // HTTP
     uint32_t grpc_port = 0;
@@ -46,9 +51,15 @@ class Heartbeater {
  private:
   void Run();
 
+  // The filer to send the next heartbeat to: the leader a filer named, else filers_grpc in turn.
+  std::string Target() const;
+
   const Options opts_;
   Store* const store_;
-  std::unique_ptr<cluster::Cluster::Stub> stub_;
+  std::unique_ptr<cluster::Cluster::Stub> stub_;  // for stub_target_
+  std::string stub_target_;
+  std::string leader_;  // as the last filer answered; "" = none
+  size_t next_filer_ = 0;
   std::thread thread_;
   Mutex mu_;
   CondVar cv_;

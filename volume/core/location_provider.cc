@@ -8,10 +8,10 @@
 
 namespace kelp::volume {
 
-FilerLocationProvider::FilerLocationProvider(std::string filer_grpc, std::chrono::milliseconds ttl)
-    : filer_grpc_(std::move(filer_grpc)),
-      ttl_(ttl),
-      stub_(cluster::Cluster::NewStub(FilerChannel(filer_grpc_))) {}
+FilerLocationProvider::FilerLocationProvider(std::vector<std::string> filers_grpc, std::chrono::milliseconds ttl)
+    : filers_grpc_(std::move(filers_grpc)), ttl_(ttl) {
+  for (const auto& f : filers_grpc_) stubs_.push_back(cluster::Cluster::NewStub(FilerChannel(f)));
+}
 
 absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t vid) {
   auto now = std::chrono::steady_clock::now();
@@ -23,12 +23,25 @@ absl::StatusOr<std::vector<std::string>> FilerLocationProvider::Lookup(uint32_t 
   cluster::LookupVolumeRequest req;
   req.add_volume_ids(vid);
   cluster::LookupVolumeResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
-  grpc::Status s = stub_->LookupVolume(&ctx, req, &resp);
+  size_t first;
+  {
+    MutexLock l(mu_);
+    first = preferred_;
+  }
+  grpc::Status s;
+  for (size_t i = 0; i < stubs_.size(); ++i) {
+    size_t k = (first + i) % stubs_.size();
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    s = stubs_[k]->LookupVolume(&ctx, req, &resp);
+    if (s.ok()) {
+      MutexLock l(mu_);
+      preferred_ = k;
+      break;
+    }
+  }
   if (!s.ok()) {
-    return absl::UnavailableError(kelp::StrCat("looking up volume ", vid, " at filer ", filer_grpc_,
-                                               ": ", s.error_message()));
+    return absl::UnavailableError(kelp::StrCat("looking up volume ", vid, " at the filers: ", s.error_message()));
   }
   std::vector<std::string> urls;
   for (const auto& v : resp.volumes()) {

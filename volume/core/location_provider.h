@@ -29,8 +29,9 @@ class LocationProvider {
 
 class FilerLocationProvider : public LocationProvider {
  public:
-  // filer_grpc: "host:port" of the filer's gRPC service. ttl: how long an answer is reused.
-  FilerLocationProvider(std::string filer_grpc,
+  // filers_grpc: "host:port" of each filer's gRPC service (several filers sharing a store:
+  // any answers; when one fails the next is asked). ttl: how long an answer is reused.
+  FilerLocationProvider(std::vector<std::string> filers_grpc,
                         std::chrono::milliseconds ttl = std::chrono::seconds(10));
 
   absl::StatusOr<std::vector<std::string>> Lookup(uint32_t vid) override;
@@ -41,10 +42,11 @@ class FilerLocationProvider : public LocationProvider {
     std::vector<std::string> urls;
     std::chrono::steady_clock::time_point expires;
   };
-  const std::string filer_grpc_;
+  const std::vector<std::string> filers_grpc_;
   const std::chrono::milliseconds ttl_;
-  std::unique_ptr<cluster::Cluster::Stub> stub_;
+  std::vector<std::unique_ptr<cluster::Cluster::Stub>> stubs_;
   Mutex mu_;
+  size_t preferred_ ABSL_GUARDED_BY(mu_) = 0;  // the filer that answered last
   std::map<uint32_t, Entry> cache_ ABSL_GUARDED_BY(mu_);
 };
 

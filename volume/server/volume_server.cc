@@ -2,6 +2,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/ascii.h"
+
 #include "shared/grpc_status.h"
 #include "shared/http/http_client.h"
 #include "shared/http/http_server.h"
@@ -50,11 +54,15 @@ absl::Status VolumeServer::Start() {
       Store::Options{opts_.dir, opts_.max_volumes, opts_.volume_size_limit_mb << 20, env});
   RETURN_IF_ERROR(store_->Load());
 
-  std::string filer_grpc;
-  if (!opts_.filer.empty()) filer_grpc = GrpcAddressOf(opts_.filer, opts_.filer_grpc_port);
+  // -filer=a:8888,b:8888: several filers sharing one store.
+  std::vector<std::string> filers_grpc;
+  for (absl::string_view f : absl::StrSplit(opts_.filer, ',', absl::SkipWhitespace())) {
+    filers_grpc.push_back(GrpcAddressOf(kelp::ToStd(absl::StripAsciiWhitespace(f)), opts_.filer_grpc_port));
+  }
+  const std::string filer_list = absl::StrJoin(filers_grpc, ",");
   LocationProvider* locations = opts_.locations;
-  if (locations == nullptr && !filer_grpc.empty()) {
-    filer_locations_ = std::make_unique<FilerLocationProvider>(filer_grpc);
+  if (locations == nullptr && !filers_grpc.empty()) {
+    filer_locations_ = std::make_unique<FilerLocationProvider>(filers_grpc);
     locations = filer_locations_.get();
   }
   client_ = std::make_unique<http::HttpClient>();
@@ -96,9 +104,9 @@ absl::Status VolumeServer::Start() {
                       kelp::StrCat("cannot listen for gRPC on ", opts_.ip, ":", grpc_port));
   }
 
-  if (!filer_grpc.empty()) {
+  if (!filers_grpc.empty()) {
     heartbeat_ = std::make_unique<Heartbeater>(
-        Heartbeater::Options{filer_grpc, opts_.ip, static_cast<uint32_t>(http_port_),
+        Heartbeater::Options{filers_grpc, opts_.ip, static_cast<uint32_t>(http_port_),
                              static_cast<uint32_t>(grpc_port_), public_url, opts_.data_center,
                              opts_.rack, opts_.pulse_ms},
         store_.get());
@@ -112,7 +120,7 @@ absl::Status VolumeServer::Start() {
   started_ = true;
   spdlog::info("volume server: http {} grpc {} dir {} ({} volumes){}", url(), grpc_address(),
                opts_.dir, store_->List().size(),
-               filer_grpc.empty() ? ", standalone" : kelp::StrCat(", filer ", filer_grpc));
+               filers_grpc.empty() ? ", standalone" : kelp::StrCat(", filer ", filer_list));
   return absl::OkStatus();
 }
 

@@ -65,8 +65,9 @@ class VolumeServer {
     // Largest blob accepted, in MiB; larger uploads get 413. Default: 256 (-fileSizeLimitMB).
     uint64_t file_size_limit_mb = 256;
     // The filer's HTTP "host:port" (its gRPC port is derived as port + 10000 unless
-    // filer_grpc_port is set). "" = standalone: no heartbeats, and replicated volumes refuse
-    // client writes. Default: "localhost:8888" (-filer, alias -master, -mserver).
+    // filer_grpc_port is set), or several, comma-separated, of filers sharing one store:
+    // heartbeats go to their coordinator. "" = standalone: no heartbeats, and replicated
+    // volumes refuse client writes. Default: "localhost:8888" (-filer, alias -master, -mserver).
     std::string filer = "localhost:8888";
     int filer_grpc_port = 0;
     // Placement labels reported to the filer for replication. (-dataCenter, -rack)
