@@ -179,7 +179,7 @@ class ClientConn {
   void FailIfClosed() {
     pollfd p{fd_, POLLRDHUP, 0};
     if (poll(&p, 1, 0) != 1 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) return;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     FailLocked(Unavailable(address_, "the server closed the connection"));
   }
 
@@ -544,7 +544,7 @@ absl::Status Channel::Connect(std::chrono::milliseconds timeout) { return Conn(C
 void Channel::DropIfClosed() {
   std::shared_ptr<ClientConn> conn;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     conn = conn_;
   }
   if (conn) conn->FailIfClosed();
