@@ -38,37 +38,41 @@ int PickWeighted(const std::vector<Candidate>& cs, const std::set<int>& used, Pr
   return -1;
 }
 
-// Can a primary at c satisfy the whole replication?
-bool Feasible(const std::vector<Candidate>& cs, size_t p, const Replication& rep) {
-  const Candidate& c = cs[p];
-  int same_rack = 0;
-  std::set<std::string> racks, dcs;
-  for (size_t i = 0; i < cs.size(); ++i) {
-    if (i == p || cs[i].free_slots <= 0) continue;
-    if (cs[i].data_center == c.data_center && cs[i].rack == c.rack) ++same_rack;
-    if (cs[i].data_center == c.data_center && cs[i].rack != c.rack) racks.insert(cs[i].rack);
-    if (cs[i].data_center != c.data_center) dcs.insert(cs[i].data_center);
-  }
-  return same_rack >= rep.same_rack && static_cast<int>(racks.size()) >= rep.diff_rack &&
-         static_cast<int>(dcs.size()) >= rep.diff_dc;
+// Servers with free slots per data center and rack: whether a primary can satisfy the whole
+// replication is then a few lookups, not a pass over every server (placement among 1,000
+// servers would be quadratic).
+using FreeByRack = std::map<std::string, std::map<std::string, int>>;  // dc -> rack -> servers
+
+// Can a primary at c (which has free slots) satisfy the whole replication?
+bool Feasible(const FreeByRack& free, const Candidate& c, const Replication& rep) {
+  const auto& racks = free.at(c.data_center);
+  int same_rack = racks.at(c.rack) - 1;
+  int other_racks = static_cast<int>(racks.size()) - 1;
+  int other_dcs = static_cast<int>(free.size()) - 1;
+  return same_rack >= rep.same_rack && other_racks >= rep.diff_rack && other_dcs >= rep.diff_dc;
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> PlaceVolume(const std::vector<Candidate>& cs, const Replication& rep,
                                                      std::mt19937_64& rng) {
-  std::set<int> used;
-  std::vector<size_t> feasible;
-  for (size_t i = 0; i < cs.size(); ++i) {
-    if (cs[i].free_slots > 0 && Feasible(cs, i, rep)) feasible.push_back(i);
+  FreeByRack free;
+  for (const auto& c : cs) {
+    if (c.free_slots > 0) ++free[c.data_center][c.rack];
   }
-  if (feasible.empty()) {
+  std::set<int> used;
+  std::set<int> not_feasible;
+  bool any = false;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    if (cs[i].free_slots > 0 && Feasible(free, cs[i], rep)) {
+      any = true;
+    } else {
+      not_feasible.insert(static_cast<int>(i));
+    }
+  }
+  if (!any) {
     return PosixError(ENOSPC, StrCat("no volume servers with free slots can hold replication ", rep.ToString(),
                                      " (", cs.size(), " servers known)"));
-  }
-  std::set<int> not_feasible;
-  for (size_t i = 0; i < cs.size(); ++i) {
-    if (std::find(feasible.begin(), feasible.end(), i) == feasible.end()) not_feasible.insert(i);
   }
   int p = PickWeighted(cs, not_feasible, [](const Candidate&) { return true; }, rng);
   const Candidate& primary = cs[p];

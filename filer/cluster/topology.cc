@@ -94,17 +94,17 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
     s.last = req;
     s.last.clear_volumes();
     s.alive = true;
-    s.last_seen = std::chrono::steady_clock::now();
+    s.last_seen = Now();
     std::set<uint32_t> reported;
     for (const auto& v : req.volumes()) {
       reported.insert(v.id());
       Volume& vol = volumes_[v.id()];
       if (vol.replicas.empty() || vol.replication.empty()) {
-        vol.collection = v.collection();
         auto rep = Replication::Parse(v.replication());
-        vol.replication = rep.ok() ? rep->ToString() : "000";
+        SetLayoutLocked(v.id(), vol, v.collection(), rep.ok() ? *rep : Replication{});
       }
       vol.replicas[url] = v;
+      RefreshWritableLocked(v.id(), vol);
       max_vid = std::max(max_vid, v.id());
       max_key = std::max(max_key, v.max_key());
     }
@@ -118,7 +118,11 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
           continue;
         }
         it->second.replicas.erase(url);
-        if (it->second.replicas.empty()) volumes_.erase(it);
+        if (it->second.replicas.empty()) {
+          EraseVolumeLocked(it);
+        } else {
+          RefreshWritableLocked(vid, it->second);
+        }
       }
     }
     s.volumes = std::move(reported);
@@ -138,20 +142,23 @@ cluster::HeartbeatResponse Topology::Heartbeat(const cluster::HeartbeatRequest& 
 }
 
 void Topology::CheckLiveness() {
-  auto now = std::chrono::steady_clock::now();
+  auto now = Now();
   MutexLock lock(mu_);
   for (auto& [url, s] : servers_) {
     if (s.alive && now - s.last_seen > std::chrono::milliseconds(opts_.dead_after_ms)) {
       s.alive = false;
       spdlog::warn("volume server {} missed its heartbeats: its {} volumes are read-only until it returns", url,
                    s.volumes.size());
+      for (uint32_t vid : s.volumes) {
+        auto it = volumes_.find(vid);
+        if (it != volumes_.end()) SetWritableLocked(vid, it->second, false);
+      }
     }
   }
 }
 
 bool Topology::WritableLocked(const Volume& v) const {
-  auto rep = Replication::Parse(v.replication);
-  if (!rep.ok() || static_cast<int>(v.replicas.size()) < rep->copies()) return false;
+  if (static_cast<int>(v.replicas.size()) < v.copies) return false;
   for (const auto& [url, info] : v.replicas) {
     auto it = servers_.find(url);
     if (it == servers_.end() || !it->second.alive) return false;
@@ -160,20 +167,44 @@ bool Topology::WritableLocked(const Volume& v) const {
   return true;
 }
 
-std::vector<uint32_t> Topology::WritableVolumesLocked(const std::string& collection,
-                                                      const std::string& replication) const {
-  std::vector<uint32_t> out;
-  for (const auto& [vid, v] : volumes_) {
-    if (v.collection == collection && v.replication == replication && WritableLocked(v)) out.push_back(vid);
+void Topology::SetLayoutLocked(uint32_t vid, Volume& v, const std::string& collection, const Replication& rep) {
+  SetWritableLocked(vid, v, false);
+  v.collection = collection;
+  v.replication = rep.ToString();
+  v.copies = rep.copies();
+}
+
+void Topology::RefreshWritableLocked(uint32_t vid, Volume& v) { SetWritableLocked(vid, v, WritableLocked(v)); }
+
+void Topology::SetWritableLocked(uint32_t vid, Volume& v, bool writable) {
+  if (v.writable == writable) return;
+  Layout& l = layouts_[LayoutKey(v.collection, v.replication)];
+  if (writable) {
+    l.writable_pos[vid] = l.writable.size();
+    l.writable.push_back(vid);
+  } else {
+    // Swap with the last and pop: O(1), the order does not matter.
+    size_t pos = l.writable_pos.at(vid);
+    uint32_t last = l.writable.back();
+    l.writable[pos] = last;
+    l.writable_pos[last] = pos;
+    l.writable.pop_back();
+    l.writable_pos.erase(vid);
   }
-  return out;
+  v.writable = writable;
+}
+
+void Topology::EraseVolumeLocked(std::map<uint32_t, Volume>::iterator it) {
+  SetWritableLocked(it->first, it->second, false);
+  volumes_.erase(it);
 }
 
 bool Topology::HasWritable(const std::string& collection, const std::string& replication) const {
   auto rep = Replication::Parse(replication.empty() ? opts_.default_replication : replication);
   if (!rep.ok()) return true;  // Assign answers the error at once
   MutexLock lock(mu_);
-  return !WritableVolumesLocked(collection, rep->ToString()).empty();
+  auto it = layouts_.find(LayoutKey(collection, rep->ToString()));
+  return it != layouts_.end() && !it->second.writable.empty();
 }
 
 cluster::Location Topology::LocationOf(const std::string& url) const {
@@ -202,7 +233,7 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
     {
       MutexLock lock(mu_);
       for (;;) {
-        auto writable = WritableVolumesLocked(collection, replication);
+        const std::vector<uint32_t>& writable = layouts_[layout].writable;
         if (!writable.empty()) {
           vid = writable[std::uniform_int_distribution<size_t>(0, writable.size() - 1)(rng_)];
           const Volume& v = volumes_.at(vid);
@@ -299,9 +330,8 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
     }
     MutexLock lock(mu_);
     Volume& v = volumes_[vid];
-    v.allocated_at = std::chrono::steady_clock::now();
-    v.collection = collection;
-    v.replication = rep.ToString();
+    v.allocated_at = Now();
+    SetLayoutLocked(vid, v, collection, rep);
     for (const auto& url : placement) {
       volume::VolumeInfo info;
       info.set_id(vid);
@@ -310,6 +340,7 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
       v.replicas[url] = info;
       servers_[url].volumes.insert(vid);
     }
+    RefreshWritableLocked(vid, v);
     ++grown;
     spdlog::info("allocated volume {} (collection \"{}\", replication {}) on {}", vid, collection, rep.ToString(),
                  fmt::join(placement, ", "));

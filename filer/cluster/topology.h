@@ -10,12 +10,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +46,9 @@ class Topology : public ClusterApi {
     uint32_t dead_after_ms = 5000;
     // Volumes allocated per growth; 0 = by copies (1 copy: 4, 2: 3, 3: 2, more: 1).
     int growth_count = 0;
+    // The clock heartbeats and liveness are timed with; tests pass one they advance.
+    // Default: std::chrono::steady_clock::now.
+    std::function<std::chrono::steady_clock::time_point()> now;
   };
 
   Topology(Options options, KvStore* kv, VolumeAdmin* admin);
@@ -84,6 +90,10 @@ class Topology : public ClusterApi {
   struct Volume {
     std::string collection;
     std::string replication;  // normalized "xyz"
+    int copies = 1;           // replication's copy count
+    // Whether it sits in its layout's writable list (kept equal to WritableLocked by
+    // RefreshWritableLocked whenever a replica, its server's liveness or its size changes).
+    bool writable = false;
     std::map<std::string, volume::VolumeInfo> replicas;  // by server url
     // When the filer allocated it: a heartbeat composed before the allocation must not
     // remove the new replica again.
@@ -91,16 +101,30 @@ class Topology : public ClusterApi {
   };
   struct Layout {
     bool growing = false;
+    // The writable volumes of this layout, in no order; an Assign picks one at random
+    // without looking at the others. writable_pos is each one's index in it.
+    std::vector<uint32_t> writable;
+    std::unordered_map<uint32_t, size_t> writable_pos;
   };
 
   static std::string LayoutKey(const std::string& collection, const std::string& replication);
   bool WritableLocked(const Volume& v) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<uint32_t> WritableVolumesLocked(const std::string& collection, const std::string& replication) const
+  // Sets a volume's layout (out of the old layout's writable list first).
+  void SetLayoutLocked(uint32_t vid, Volume& v, const std::string& collection, const Replication& rep)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts the volume into, or takes it out of, its layout's writable list as WritableLocked says.
+  void RefreshWritableLocked(uint32_t vid, Volume& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetWritableLocked(uint32_t vid, Volume& v, bool writable) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets a volume (no replica left).
+  void EraseVolumeLocked(std::map<uint32_t, Volume>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   cluster::Location LocationOf(const std::string& url) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Allocates new volumes for a layout (want 0 = options.growth_count or by copies); called
   // without mu_ held.
   absl::Status Grow(const std::string& collection, const Replication& rep, int want = 0);
+
+  std::chrono::steady_clock::time_point Now() const {
+    return opts_.now ? opts_.now() : std::chrono::steady_clock::now();
+  }
 
   const Options opts_;
   KvStore* const kv_;
@@ -114,7 +138,7 @@ class Topology : public ClusterApi {
   CondVar grown_;  // signalled when a growth finishes
   std::map<std::string, Server> servers_ ABSL_GUARDED_BY(mu_);  // by url (ip:port)
   std::map<uint32_t, Volume> volumes_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Layout> layouts_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Layout> layouts_ ABSL_GUARDED_BY(mu_);  // by LayoutKey
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point no_grow_until_ ABSL_GUARDED_BY(mu_);
 

@@ -40,6 +40,14 @@ class FakeAdmin : public VolumeAdmin {
   std::map<std::string, std::vector<std::string>> deleted;
 };
 
+// A clock the test moves by hand.
+struct FakeClock {
+  std::chrono::steady_clock::time_point t = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  std::function<std::chrono::steady_clock::time_point()> Fn() {
+    return [this] { return t; };
+  }
+};
+
 cluster::HeartbeatRequest Hb(int port, const std::string& rack = "r1") {
   cluster::HeartbeatRequest h;
   h.set_ip("127.0.0.1");
@@ -97,6 +105,8 @@ TEST_CASE("full and dead volumes are not assigned, a dead replica makes its volu
   o.volume_size_limit = 1000;
   o.dead_after_ms = 50;
   o.growth_count = 1;
+  FakeClock clock;
+  o.now = clock.Fn();
   Topology topo(o, kv.get(), &admin);
   REQUIRE(topo.Start().ok());
   auto a = Hb(8080), b = Hb(8081);
@@ -119,7 +129,7 @@ TEST_CASE("full and dead volumes are not assigned, a dead replica makes its volu
   REQUIRE(second.ok());
   CHECK(FileId::Parse(second->fid())->volume_id != vid);
   // Server b stops heartbeating: 001 volumes cannot be written anywhere, but reads go to a.
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  clock.t += std::chrono::milliseconds(120);
   topo.Heartbeat(a);
   topo.CheckLiveness();
   CHECK_FALSE(topo.HasWritable("", "001"));
@@ -171,4 +181,92 @@ TEST_CASE("keys stay unique across a filer restart and above what volumes report
   auto key = FileId::Parse(r->fid())->key;
   CHECK(key > last_key);
   CHECK(key > 5000000);
+}
+
+TEST_CASE("assign picks among exactly the writable volumes of its layout as they change") {
+  auto kv = NewMemoryKvStore();
+  FakeAdmin admin;
+  Topology::Options o;
+  o.volume_size_limit = 1000;
+  o.dead_after_ms = 50;
+  o.pulse_ms = 10;  // the grace for a volume the filer allocated is 3 pulses
+  FakeClock clock;
+  o.now = clock.Fn();
+  Topology topo(o, kv.get(), &admin);
+  REQUIRE(topo.Start().ok());
+  std::vector<cluster::HeartbeatRequest> hb = {Hb(8080), Hb(8081), Hb(8082)};
+  for (auto& h : hb) topo.Heartbeat(h);
+  // Six volumes of layout ("", 000) and two of ("c", 000): the layouts never mix.
+  REQUIRE(topo.GrowVolumes("", "000", 6).ok());
+  REQUIRE(topo.GrowVolumes("c", "000", 2).ok());
+  std::map<uint32_t, std::string> server_of;  // vid -> url
+  std::set<uint32_t> in_c;
+  for (const auto& [addr, vids] : admin.allocated) {
+    std::string url = "127.0.0.1:" + std::to_string(std::stoi(addr.substr(addr.find(':') + 1)) - 10000);
+    for (uint32_t vid : vids) server_of[vid] = url;
+  }
+  REQUIRE(server_of.size() == 8);
+  cluster::AssignRequest c;
+  c.set_collection("c");
+  for (int i = 0; i < 50; ++i) in_c.insert(FileId::Parse(topo.Assign(c)->fid())->volume_id);
+  REQUIRE(in_c.size() == 2);
+  auto assigned = [&](int n) {
+    std::set<uint32_t> got;
+    for (int i = 0; i < n; ++i) {
+      auto r = topo.Assign({});
+      REQUIRE(r.ok());
+      got.insert(FileId::Parse(r->fid())->volume_id);
+    }
+    return got;
+  };
+  std::set<uint32_t> all;
+  for (const auto& [vid, url] : server_of) {
+    if (!in_c.count(vid)) all.insert(vid);
+  }
+  CHECK(assigned(300) == all);
+  // Every server now reports its volumes; one volume of the default layout is full.
+  clock.t += std::chrono::milliseconds(40);  // past the allocation grace
+  uint32_t full = *all.begin();
+  auto report = [&](bool with_full_size) {
+    for (auto& h : hb) {
+      h.clear_volumes();
+      std::string url = "127.0.0.1:" + std::to_string(h.port());
+      for (const auto& [vid, where] : server_of) {
+        if (where != url) continue;
+        auto* v = h.add_volumes();
+        v->set_id(vid);
+        v->set_collection(in_c.count(vid) ? "c" : "");
+        v->set_size(with_full_size && vid == full ? 5000 : 10);
+      }
+      topo.Heartbeat(h);
+    }
+  };
+  report(true);
+  std::set<uint32_t> expect = all;
+  expect.erase(full);
+  CHECK(assigned(300) == expect);
+  // The server of another volume stops heartbeating: its volumes leave the list.
+  std::string dead = server_of[*expect.rbegin()];
+  clock.t += std::chrono::milliseconds(100);
+  for (auto& h : hb) {
+    if ("127.0.0.1:" + std::to_string(h.port()) != dead) topo.Heartbeat(h);
+  }
+  topo.CheckLiveness();
+  for (const auto& [vid, url] : server_of) {
+    if (url == dead) expect.erase(vid);
+  }
+  REQUIRE_FALSE(expect.empty());
+  CHECK(assigned(300) == expect);
+  // It returns and the full volume was vacuumed: all are writable again.
+  report(false);
+  CHECK(assigned(300) == all);
+  // A server stops reporting a volume (deleted there): it is forgotten, not assigned.
+  uint32_t gone = *all.rbegin();
+  server_of.erase(gone);
+  report(false);
+  all.erase(gone);
+  CHECK(assigned(300) == all);
+  cluster::LookupVolumeRequest lr;
+  lr.add_volume_ids(gone);
+  CHECK_FALSE(topo.LookupVolume(lr)->volumes(0).error().empty());
 }
