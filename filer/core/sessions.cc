@@ -18,6 +18,7 @@ absl::StatusOr<OpenSessionResponse> FilerService::OpenSession(std::string_view c
   OpenSessionResponse resp;
   std::string id = sessions_.NewId();
   WriteBatch b;
+  b.set_may_use_reserve();  // a mount must attach to read, even when the filer's disk is low
   sessions_.PutSession(b, id, client);
   RETURN_IF_ERROR(kv_->Write(b, false));
   resp.set_session(id);
@@ -36,6 +37,7 @@ absl::Status FilerService::KeepAlive(std::string_view session,
       RETURN_IF_ERROR(v.status());
       LockTable::Guard none;
       Mutation m(this, none);
+      m.batch().set_may_use_reserve();  // a refused renewal would let the session lapse
       sessions_.PutSession(m.batch(), session, "");
       return m.Commit();
     });
@@ -46,6 +48,7 @@ absl::Status FilerService::KeepAlive(std::string_view session,
     freed.clear();
     LockTable::Guard none;
     Mutation m(this, none);
+    m.batch().set_may_use_reserve();
     sessions_.PutSession(m.batch(), session, "");
     ASSIGN_OR_RETURN(std::vector<uint64_t> held, sessions_.OpensOf(rd(), session));
     std::set<uint64_t> want;
@@ -83,6 +86,7 @@ absl::Status FilerService::Open(std::string_view session, uint64_t ino) {
     ASSIGN_OR_RETURN(bool known, sessions_.Exists(rd(), session));
     if (!known) return absl::NotFoundError(StrCat("unknown session ", session));
     Mutation m(this, guard);
+    m.batch().set_may_use_reserve();  // opening to read must work when the filer's disk is low
     RETURN_IF_ERROR(sessions_.AddOpen(rd(), m.batch(), session, ino));
     m.batch().Require(SessionTable::Key(session));
     absl::Status s = m.Commit();
@@ -98,6 +102,7 @@ absl::Status FilerService::Release(std::string_view session, uint64_t ino) {
     last = false;
     auto guard = locks_.Lock({ino});
     Mutation m(this, guard);
+    m.batch().set_may_use_reserve();
     // An unknown session or an inode it does not hold is not an error (release after lapse).
     ASSIGN_OR_RETURN(bool held, sessions_.RemoveOpen(rd(), m.batch(), session, ino));
     if (!held) return absl::OkStatus();

@@ -37,6 +37,11 @@ class WriteBatch {
   size_t size() const { return ops_.size(); }
   void Clear() { ops_.clear(); }
   bool has_requires() const;
+  // Marks the batch as bookkeeping that reading and keeping a mount attached need (sessions,
+  // their renewals, open counts): a store that refuses writes inside its disk reserve
+  // (RocksKvOptions::min_free_bytes) still takes it. Small by nature; never for data.
+  void set_may_use_reserve() { may_use_reserve_ = true; }
+  bool may_use_reserve() const { return may_use_reserve_; }
 
   struct Op {
     enum Kind { kPut, kDelete, kDeleteRange, kRequire } kind;
@@ -47,6 +52,7 @@ class WriteBatch {
 
  private:
   std::vector<Op> ops_;
+  bool may_use_reserve_ = false;
 };
 
 // A forward iterator over a key range. Outside a transaction it reads a consistent snapshot
@@ -151,7 +157,8 @@ struct RocksKvOptions {
   bool testing_power_cut = false;
   // Writes that add data are refused with ENOSPC once the store's file system has less than
   // this many bytes free (default 16 MiB), so RocksDB never meets a full disk (Debian's build aborts on a
-  // failed WAL write); deletes still go through, so space can be freed.
+  // failed WAL write); deletes still go through, so space can be freed, and so does
+  // bookkeeping (WriteBatch::may_use_reserve: sessions and opens), so files stay readable.
   uint64_t min_free_bytes = 16ULL << 20;
 };
 

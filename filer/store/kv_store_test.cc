@@ -10,6 +10,7 @@
 
 #include "filer/store/testing/kv_conformance.h"
 #include "shared/metrics.h"
+#include "shared/status.h"
 #include "shared/testing/temp_dir.h"
 
 using namespace kelp::filer;
@@ -32,6 +33,26 @@ TEST_CASE("kv conformance: rocksdb") {
                                return std::move(*OpenRocksKvStore(dir));
                              },
                              [&] { return std::move(*OpenRocksKvStore(dir)); }});
+}
+
+TEST_CASE("rocksdb: inside the disk reserve, data is refused with ENOSPC, deletes and bookkeeping go through") {
+  kelp::testing::TempDir tmp("kelp-kv-reserve");
+  RocksKvOptions o;
+  o.min_free_bytes = 1ULL << 62;  // more than any disk has: always inside the reserve
+  auto kv = OpenRocksKvStore(tmp.path(), o);
+  REQUIRE(kv.ok());
+  absl::Status put = (*kv)->Put("data", "x");
+  CHECK(kelp::ErrnoOf(put) == ENOSPC);
+  CHECK(absl::IsNotFound((*kv)->Get("data").status()));
+  WriteBatch bookkeeping;
+  bookkeeping.set_may_use_reserve();
+  bookkeeping.Put("session", "s");
+  REQUIRE((*kv)->Write(bookkeeping, false).ok());
+  CHECK(*(*kv)->Get("session") == "s");
+  WriteBatch del;
+  del.Delete("session");
+  REQUIRE((*kv)->Write(del, false).ok());
+  CHECK(absl::IsNotFound((*kv)->Get("session").status()));
 }
 
 TEST_CASE("rocksdb: a sync with nothing written since the last one does not touch the WAL") {

@@ -94,7 +94,7 @@ class RocksKvStore : public KvStore {
   }
 
   absl::Status Write(const WriteBatch& batch, bool sync) override {
-    if (min_free_bytes_ > 0 && !DiskHasRoom()) {
+    if (min_free_bytes_ > 0 && !batch.may_use_reserve() && !DiskHasRoom()) {
       bool adds = false;
       for (const auto& op : batch.ops()) adds |= op.kind == WriteBatch::Op::kPut;
       if (adds) {

@@ -8,6 +8,7 @@
 
 #include "filer/client/limits.h"
 #include "filer/client/set_attr.h"
+#include "shared/log.h"
 
 namespace kelp::mount {
 namespace {
@@ -22,7 +23,48 @@ int64_t NowNs() {
 void VolumeSet::Add(const std::set<uint32_t>& vids) {
   if (vids.empty()) return;
   MutexLock lock(mu_);
+  if (vids_.empty()) added_.NotifyAll();
   vids_.insert(vids.begin(), vids.end());
+}
+
+void VolumeSet::StartWriteback(BlobStore* blobs, std::chrono::milliseconds interval) {
+  writeback_ = std::thread([this, blobs, interval] { WritebackLoop(blobs, interval); });
+}
+
+void VolumeSet::StopWriteback() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+  }
+  added_.NotifyAll();
+  if (writeback_.joinable()) writeback_.join();
+}
+
+void VolumeSet::WritebackLoop(BlobStore* blobs, std::chrono::milliseconds interval) {
+  int failures = 0;  // in a row: a server down for long is named once a minute, not every round
+  MutexLock lock(mu_);
+  for (;;) {
+    while (!stopping_ && vids_.empty()) added_.Wait(lock);
+    // Gather what the next interval brings (a copy of many files closes many), then sync all.
+    auto due = std::chrono::steady_clock::now() + interval;
+    while (!stopping_ && added_.WaitUntil(lock, due)) {
+    }
+    bool last = stopping_;
+    std::set<uint32_t> vids = std::exchange(vids_, {});
+    if (!vids.empty()) {
+      lock.Unlock();
+      absl::Status s = blobs->SyncVolumes(std::vector<uint32_t>(vids.begin(), vids.end()));
+      if (s.ok() && failures > 0) spdlog::info("writeback: volumes of closed files synced again");
+      if (!s.ok() && failures % 60 == 0) {
+        spdlog::warn("writeback: sync of {} volumes of closed files failed (retried every {} ms): {}", vids.size(),
+                     interval.count(), s);
+      }
+      failures = s.ok() ? 0 : failures + 1;
+      lock.Lock();
+      if (!s.ok()) vids_.insert(vids.begin(), vids.end());  // the next round, or an fsync, tries again
+    }
+    if (last) return;
+  }
 }
 
 std::set<uint32_t> VolumeSet::Take() {

@@ -21,12 +21,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -43,15 +45,30 @@
 namespace kelp::mount {
 
 // Volumes holding blobs that are not durable yet (uploaded without fsync).
-// Thread-safety: every method may be called from any thread.
+// Thread-safety: every method may be called from any thread; StartWriteback/StopWriteback
+// from the owner's.
 class VolumeSet {
  public:
+  ~VolumeSet() { StopWriteback(); }
   void Add(const std::set<uint32_t>& vids);
   std::set<uint32_t> Take();
 
+  // Syncs what is added through blobs about interval after it came (the kernel's writeback
+  // of dirty pages, for blobs): an fsync later then rarely has others' volumes to sync, so it
+  // does not wait on a volume server it never wrote to (one frozen or dead holds up only the
+  // fsyncs of that window). A failed sync stays for the next round or fsync. Until
+  // StopWriteback (which syncs what is left once, then ends the thread).
+  void StartWriteback(BlobStore* blobs, std::chrono::milliseconds interval);
+  void StopWriteback();
+
  private:
-  Mutex mu_;  // a leaf (taken under FileData::mu_)
+  void WritebackLoop(BlobStore* blobs, std::chrono::milliseconds interval);
+
+  Mutex mu_;  // a leaf (taken under FileData::mu_); never held across a sync
+  CondVar added_;
   std::set<uint32_t> vids_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread writeback_;
 };
 
 // Services every FileData of a mount shares. Owned by the Filesystem; outlives every FileData.

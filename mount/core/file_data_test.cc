@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "mount/testing/fake_blob_store.h"
 #include "mount/testing/test_filer.h"
@@ -291,6 +292,52 @@ TEST_CASE("fsync through a new descriptor covers what a closed one wrote") {
   REQUIRE(g->Flush(true).ok());
   CHECK(env.blobs.volatile_blobs() == 0);
   CHECK(env.blobs.synced_volumes() == 4);
+}
+
+// Waits (polling, bounded) until cond holds; false if it never did within 10 s.
+template <typename Cond>
+bool Eventually(Cond cond) {
+  for (int i = 0; i < 2000 && !cond(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return cond();
+}
+
+TEST_CASE("writeback syncs closed files' volumes in the background, retrying a failed sync") {
+  Env env(64 << 10, 16 << 20, 0);
+  env.blobs.volumes = 4;
+  {
+    auto f = env.Open();
+    for (int i = 0; i < 8; ++i) REQUIRE(f->Write(i * (64 << 10), std::string(64 << 10, 'w')).ok());
+    REQUIRE(f->Flush(false).ok());
+    f->HandOverUnsynced();
+  }
+  REQUIRE(env.blobs.volatile_blobs() == 8);
+  env.blobs.fail_syncs = EIO;  // the servers are unreachable at first
+  env.ctx.closed_unsynced.StartWriteback(&env.blobs, std::chrono::milliseconds(10));
+  CHECK(Eventually([&] { return env.blobs.sync_calls() >= 2; }));
+  CHECK(env.blobs.volatile_blobs() == 8);
+  env.blobs.fail_syncs = 0;
+  CHECK(Eventually([&] { return env.blobs.volatile_blobs() == 0; }));
+  env.ctx.closed_unsynced.StopWriteback();
+  // Nothing is owed any more: an fsync of another file syncs no volume.
+  size_t calls = env.blobs.sync_calls();
+  auto g = env.Open();
+  REQUIRE(g->Flush(true).ok());
+  CHECK(env.blobs.sync_calls() == calls);
+}
+
+TEST_CASE("stopping the writeback syncs what closed files left") {
+  Env env(64 << 10, 16 << 20, 0);
+  env.blobs.volumes = 2;
+  env.ctx.closed_unsynced.StartWriteback(&env.blobs, std::chrono::hours(1));
+  {
+    auto f = env.Open();
+    for (int i = 0; i < 4; ++i) REQUIRE(f->Write(i * (64 << 10), std::string(64 << 10, 's')).ok());
+    REQUIRE(f->Flush(false).ok());
+    f->HandOverUnsynced();
+  }
+  CHECK(env.blobs.volatile_blobs() == 4);
+  env.ctx.closed_unsynced.StopWriteback();  // an unmount
+  CHECK(env.blobs.volatile_blobs() == 0);
 }
 
 // An fsync with nothing owed (sysbench fsyncs every file it has open, changed or not) costs no

@@ -72,6 +72,7 @@ absl::Status Filesystem::Start() {
   if (absl::Status s = session_.Start(opts_.client_name); !s.ok()) {
     return absl::Status(s.code(), kelp::StrCat("cannot open a filer session: ", s.ToString()));
   }
+  if (opts_.writeback_interval.count() > 0) file_ctx_.closed_unsynced.StartWriteback(blobs_, opts_.writeback_interval);
   return absl::OkStatus();
 }
 
@@ -101,6 +102,7 @@ void Filesystem::Stop() {
   if (subscriber_) subscriber_->Stop();
   upload_pool_->Stop();
   prefetch_pool_->Stop();
+  file_ctx_.closed_unsynced.StopWriteback();  // syncs what closed files left unsynced
   session_.Stop();
 }
 

@@ -64,6 +64,9 @@ struct FsOptions {
   // An fsync of at most this many dirty bytes of a file journals them in its commit (one
   // device flush, at the filer); 0 = never (-journalMaxKB).
   uint64_t journal_max = 256 << 10;
+  // Blobs of closed files uploaded without fsync are synced on their volume servers about
+  // this long after the close (VolumeSet::StartWriteback); 0 = only by the next fsync.
+  std::chrono::milliseconds writeback_interval{1000};
   bool subscribe = true;  // run the event subscriber
   std::string client_name = "kelp mount";
 };

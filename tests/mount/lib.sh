@@ -23,6 +23,10 @@ cleanup() {
     kill -KILL "$p" 2>/dev/null
   done <"$S/pids"
   while read -r m; do grep -q " $m " /proc/self/mountinfo && fusermount3 -uz "$m" 2>/dev/null; done <"$S/mounts"
+  # KELP_TEST_KEEP_LOGS=DIR keeps the processes' logs of a run there (for a failure's diagnosis).
+  if [ -n "${KELP_TEST_KEEP_LOGS:-}" ]; then
+    mkdir -p "$KELP_TEST_KEEP_LOGS" && find "$T" -maxdepth 1 -name '*.log' -exec cp {} "$KELP_TEST_KEEP_LOGS" \;
+  fi
   rm -rf "$T"
 }
 trap cleanup EXIT

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 
 #include "shared/log.h"
 #include "shared/status.h"
@@ -79,9 +80,17 @@ void BlobClient::DropPool() {
 
 absl::StatusOr<std::string> BlobClient::Put(std::string_view data, bool fsync) {
   absl::Status last;
+  // Servers that failed this upload: the coordinator takes a server for dead only after its
+  // heartbeats stop for a while, so until then it may assign the same one again; a retry asks
+  // for another assignment (a few times) rather than try a frozen or dying server twice.
+  std::set<std::string> failed;
   for (int attempt = 0; attempt < std::max(1, opts_.put_attempts); ++attempt) {
     if (attempt > 0) put_retries_->Inc();
     ASSIGN_OR_RETURN(Assigned a, NextFid());
+    for (int reassign = 0; reassign < kReassigns && failed.count(a.urls.front()); ++reassign) {
+      DropPool();
+      ASSIGN_OR_RETURN(a, NextFid());
+    }
     std::string fid = a.fid.ToString();
     // An expired token is a 401 here, and the retry takes a fresh assignment.
     auto up = client_->Upload(a.urls.front(), fid, data, fsync, a.auth);
@@ -93,6 +102,7 @@ absl::StatusOr<std::string> BlobClient::Put(std::string_view data, bool fsync) {
     spdlog::warn("upload of {} bytes as {} to {} failed (attempt {}): {}", data.size(), fid, a.urls.front(),
                  attempt + 1, last);
     DropPool();
+    failed.insert(a.urls.front());
     if (!Retryable(last)) break;
   }
   int err = ErrnoOf(last);

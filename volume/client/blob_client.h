@@ -65,6 +65,8 @@ class BlobClient : public BlobStore {
   void Discard(const std::vector<std::string>& fids) override;
 
  private:
+  // Fresh assignments a retry asks for while they point at a server that already failed it.
+  static constexpr int kReassigns = 4;
   struct Assigned {
     FileId fid;
     std::vector<std::string> urls;

@@ -124,6 +124,31 @@ TEST_CASE("blob client: a dead replica is skipped, a failed upload takes a fresh
   CHECK(kelp::ErrnoOf(full.Put("x", false).status()) == ENOSPC);
 }
 
+TEST_CASE("blob client: a retry does not go back to the server that failed it while the coordinator still assigns it") {
+  TestServer live;
+  REQUIRE(live.server->store().Allocate(1, "", "000").ok());
+  VolumeClient vc;
+  TestCoordinator tc;
+  tc.primary = "127.0.0.1:1";  // a server that refuses connections
+  Coordinator c = tc.Get();
+  auto assign = c.assign;
+  int calls = 0;
+  // The coordinator has not noticed yet: its first two answers name the dead server.
+  c.assign = [&](const kelp::cluster::AssignRequest& r) -> absl::StatusOr<kelp::cluster::AssignResponse> {
+    auto resp = assign(r);
+    if (resp.ok() && ++calls > 2) resp->mutable_locations(0)->set_url(live.addr());
+    return resp;
+  };
+  BlobClient::Options o;
+  o.metric_prefix = "kelp_blob_test3";
+  o.put_attempts = 2;
+  BlobClient bc(c, &vc, o);
+  auto put = bc.Put("payload", false);
+  REQUIRE(put.ok());
+  CHECK(*vc.Read(live.addr(), *put) == "payload");
+  CHECK(calls == 3);  // one upload to the dead server, not two
+}
+
 TEST_CASE("a replica that fails part way is resumed on the next one, no byte twice") {
   std::string blob = RandomBlob(8, 10000);
   std::vector<std::string> asked;
