@@ -194,6 +194,30 @@ void Topology::SetWritableLocked(uint32_t vid, Volume& v, bool writable) {
   v.writable = writable;
 }
 
+absl::Status Topology::NoRoomLocked(absl::Status why, const std::string& collection,
+                                    const std::string& replication) const {
+  if (ErrnoOf(why) != ENOSPC && why.code() != absl::StatusCode::kResourceExhausted) return why;
+  // Room that exists on servers taken for dead: free volume slots, or a volume of this layout
+  // below the size limit. The write fails because they are unreachable, not because the
+  // cluster is full: UNAVAILABLE (EIO to a mount), not ENOSPC.
+  std::vector<std::string> down;
+  for (const auto& [url, s] : servers_) {
+    if (s.alive) continue;
+    bool room = static_cast<int>(s.last.max_volumes()) > static_cast<int>(s.volumes.size());
+    for (uint32_t vid : s.volumes) {
+      auto it = volumes_.find(vid);
+      if (room || it == volumes_.end()) continue;
+      const Volume& v = it->second;
+      auto r = v.replicas.find(url);
+      room = v.collection == collection && v.replication == replication && r != v.replicas.end() &&
+             !r->second.read_only() && r->second.size() < opts_.volume_size_limit;
+    }
+    if (room) down.push_back(url);
+  }
+  if (down.empty()) return why;
+  return absl::UnavailableError(StrCat(why.message(), "; volume servers with room are down: ", fmt::format("{}", fmt::join(down, ", "))));
+}
+
 void Topology::EraseVolumeLocked(std::map<uint32_t, Volume>::iterator it) {
   SetWritableLocked(it->first, it->second, false);
   volumes_.erase(it);
@@ -249,8 +273,9 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
           continue;
         }
         if (attempt >= 2) {
-          return PosixError(ENOSPC, StrCat("no writable volume for collection \"", collection, "\" replication ",
-                                           replication, " and none could be grown"));
+          return NoRoomLocked(PosixError(ENOSPC, StrCat("no writable volume for collection \"", collection,
+                                                        "\" replication ", replication, " and none could be grown")),
+                              collection, replication);
         }
         Layout& l = layouts_[layout];
         if (!l.growing) {
@@ -268,7 +293,10 @@ absl::StatusOr<cluster::AssignResponse> Topology::Assign(const cluster::AssignRe
         layouts_[layout].growing = false;
       }
       grown_.NotifyAll();
-      if (!s.ok()) return s;
+      if (!s.ok()) {
+        MutexLock lock(mu_);
+        return NoRoomLocked(s, collection, replication);
+      }
     }
   }
   ASSIGN_OR_RETURN(uint64_t key, needle_keys_.Next(count));

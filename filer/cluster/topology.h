@@ -115,6 +115,10 @@ class Topology : public ClusterApi {
   // Puts the volume into, or takes it out of, its layout's writable list as WritableLocked says.
   void RefreshWritableLocked(uint32_t vid, Volume& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetWritableLocked(uint32_t vid, Volume& v, bool writable) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An assign that found no room: ENOSPC (or RESOURCE_EXHAUSTED) becomes UNAVAILABLE when
+  // servers taken for dead have room (free slots, or a volume of the layout not full).
+  absl::Status NoRoomLocked(absl::Status why, const std::string& collection, const std::string& replication) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forgets a volume (no replica left).
   void EraseVolumeLocked(std::map<uint32_t, Volume>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   cluster::Location LocationOf(const std::string& url) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

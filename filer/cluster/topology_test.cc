@@ -133,7 +133,10 @@ TEST_CASE("full and dead volumes are not assigned, a dead replica makes its volu
   topo.Heartbeat(a);
   topo.CheckLiveness();
   CHECK_FALSE(topo.HasWritable("", "001"));
-  CHECK_FALSE(topo.Assign(rep).ok());
+  // Not ENOSPC: the room is there, on a server that is down.
+  auto down = topo.Assign(rep);
+  CHECK(down.status().code() == absl::StatusCode::kUnavailable);
+  CHECK_THAT(std::string(down.status().message()), Catch::Contains("127.0.0.1:8081"));
   cluster::LookupVolumeRequest lr;
   lr.add_volume_ids(vid);
   auto l = topo.LookupVolume(lr);
@@ -266,6 +269,35 @@ TEST_CASE("assign picks among exactly the writable volumes of its layout as they
   report(false);
   all.erase(gone);
   CHECK(assigned(300) == all);
+  // Every server full and one dead: a full cluster is ENOSPC, not "unavailable".
+  for (auto& h : hb) h.set_max_volumes(3);
+  clock.t += std::chrono::milliseconds(100);
+  for (auto& h : hb) {
+    h.clear_volumes();
+    std::string url = "127.0.0.1:" + std::to_string(h.port());
+    for (const auto& [vid, where] : server_of) {
+      if (where != url) continue;
+      auto* v = h.add_volumes();
+      v->set_id(vid);
+      v->set_collection(in_c.count(vid) ? "c" : "");
+      v->set_size(5000);
+    }
+    // Pad each server to its 3 slots with full volumes of another collection.
+    for (int i = h.volumes_size(); i < 3; ++i) {
+      auto* v = h.add_volumes();
+      v->set_id(100 + h.port() * 4 + i);
+      v->set_collection("other");
+      v->set_size(5000);
+    }
+    topo.Heartbeat(h);
+  }
+  // Then one of them stops heartbeating.
+  clock.t += std::chrono::milliseconds(100);
+  for (auto& h : hb) {
+    if ("127.0.0.1:" + std::to_string(h.port()) != dead) topo.Heartbeat(h);
+  }
+  topo.CheckLiveness();
+  CHECK(ErrnoOf(topo.Assign({}).status()) == ENOSPC);
   cluster::LookupVolumeRequest lr;
   lr.add_volume_ids(gone);
   CHECK_FALSE(topo.LookupVolume(lr)->volumes(0).error().empty());
