@@ -8,6 +8,8 @@
 #  - concurrent creates and renames in one directory from both mounts lose nothing;
 #  - kill -9 of one filer while its mount writes: the mount moves to the other filer, the
 #    writes go on, and every file whose close(2) returned reads back whole through both;
+#  - the same with the other filer hung (SIGSTOP) rather than dead: its mounts move after one
+#    call's -rpcTimeoutMs, and everything acknowledged reads back whole through both;
 #  - filer.fsck on the store is clean once the filers are stopped.
 #
 #   multi_filer_mount_test.sh KELP_BINARY
@@ -16,7 +18,7 @@ set -uo pipefail
 KELP=${1:-}
 [ -x "$KELP" ] || { echo "usage: $0 KELP_BINARY"; exit 2; }
 KELP=$(realpath "$KELP")
-MOUNT_FLAGS="-chunkSizeLimitMB=1 -writeBufferSizeMB=16 -cacheCapacityMB=0"
+MOUNT_FLAGS="-chunkSizeLimitMB=1 -writeBufferSizeMB=16 -cacheCapacityMB=0 -rpcTimeoutMs=2000"
 FAKE=""
 # shellcheck source=tests/mount/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -127,16 +129,7 @@ test_kill_filer_mount_moves() {
   pid1=$(cat "$S/filer1.pid")
   # Write files through mount 1 (on filer 1); a file counts once close(2) returned 0.
   : >"$T/acked"
-  (
-    for ((i = 1; ; i++)); do
-      if head -c $((1000 + i * 37)) /dev/urandom >"w/f$i.tmp" 2>/dev/null && mv "w/f$i.tmp" "w/f$i" 2>/dev/null; then
-        echo "f$i" >>"$T/acked"
-      else
-        sleep 0.05  # e.g. no coordinator for a moment: try the next file
-      fi
-      [ -e "$T/stop" ] && break
-    done
-  ) &
+  writer w "$T/acked" &
   local writer=$!
   within 30 'test "$(wc -l <"$T/acked")" -ge 30'
   kill -KILL "$pid1"
@@ -161,15 +154,64 @@ test_kill_filer_mount_moves() {
   within 3 'grep -qx after "$M2/w/after"'
 }
 
+# writer DIR ACKED: writes files into DIR until $T/stop exists; a file counts (a line in
+# ACKED) once close(2) and the rename returned 0.
+writer() {
+  local i
+  for ((i = 1; ; i++)); do
+    if head -c $((1000 + i * 37)) /dev/urandom >"$1/f$i.tmp" 2>/dev/null && mv "$1/f$i.tmp" "$1/f$i" 2>/dev/null; then
+      echo "f$i" >>"$2"
+    else
+      sleep 0.05  # e.g. no coordinator for a moment: try the next file
+    fi
+    [ -e "$T/stop" ] && break
+  done
+}
+
+test_hung_filer_mount_moves() {
+  # Filer 1 is back (a fresh process; the store kept everything), and filer 2, which both
+  # mounts use now, hangs: no answer, no closed connection.
+  start_filer 1
+  rm -f "$T/stop"
+  mkdir -p "$M2/h"
+  : >"$T/acked2"
+  writer "$M2/h" "$T/acked2" &
+  local w=$! pid2 before t0 t1
+  within 30 'test "$(wc -l <"$T/acked2")" -ge 30'
+  pid2=$(cat "$S/filer2.pid")
+  kill -STOP "$pid2"
+  before=$(wc -l <"$T/acked2")
+  t0=$(date +%s%N)
+  within 30 'test "$(wc -l <"$T/acked2")" -ge $((before + 1))'
+  t1=$(date +%s%N)
+  echo "# figure: filer 2 stopped after $before files; the next file was acknowledged $(((t1 - t0) / 1000000)) ms later (-rpcTimeoutMs=2000)" | tee -a "$T/figures"
+  within 30 'test "$(wc -l <"$T/acked2")" -ge $((before + 50))'
+  touch "$T/stop"
+  wait "$w"
+  kill -CONT "$pid2"
+  echo "$(wc -l <"$T/acked2") files acknowledged"
+  local f n=0
+  # shellcheck disable=SC2034  # f is used by within (eval)
+  while read -r f; do
+    within 10 'cmp -s "$M2/h/$f" "h/$f"'
+    n=$((n + 1))
+  done <"$T/acked2"
+  test "$n" -ge $((before + 50))
+}
+
 check changes_seen_across
 check concurrent_creates_and_renames
 check kill_filer_mount_moves
+check hung_filer_mount_moves
 
-# Unmount, stop the survivor (it releases the lease), and check the store.
+# Unmount, stop the filers (they release the lease), and check the store.
 do_unmount "$M" || { log "unmount of $M failed"; FAILED=$((FAILED + 1)); }
 do_unmount "$M2" || { log "unmount of $M2 failed"; FAILED=$((FAILED + 1)); }
-kill -TERM "$(cat "$S/filer2.pid")"
-for _ in $(seq 100); do kill -0 "$(cat "$S/filer2.pid")" 2>/dev/null || break; sleep 0.1; done
+for n in 1 2; do
+  kill -CONT "$(cat "$S/filer$n.pid")" 2>/dev/null
+  kill -TERM "$(cat "$S/filer$n.pid")" 2>/dev/null
+  for _ in $(seq 100); do kill -0 "$(cat "$S/filer$n.pid")" 2>/dev/null || break; sleep 0.1; done
+done
 # The killed filer's lease (2 s) must run out before fsck may run.
 fsck_clean() { "$KELP" filer.fsck "${STORE[@]}" >"$T/fsck.out" 2>&1 && grep -q clean "$T/fsck.out"; }
 if within 20 fsck_clean; then
@@ -178,5 +220,6 @@ else
   echo "not ok - fsck_clean"; sed 's/^/#   /' "$T/fsck.out" | tail -20; FAILED=$((FAILED + 1))
 fi
 
+cat "$T/figures" 2>/dev/null
 echo "# $PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]
