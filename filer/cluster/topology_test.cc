@@ -1,5 +1,6 @@
 #include "filer/cluster/topology.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -230,7 +231,9 @@ TEST_CASE("assign picks among exactly the writable volumes of its layout as they
   // Every server now reports its volumes; one volume of the default layout is full.
   clock.t += std::chrono::milliseconds(40);  // past the allocation grace
   uint32_t full = *all.begin();
-  auto report = [&](bool with_full_size) {
+  // Every server reports its volumes, each of size_of(vid) bytes, padded to pad_to volumes with
+  // full ones of another collection.
+  auto report_sized = [&](const std::function<uint64_t(uint32_t)>& size_of, int pad_to) {
     for (auto& h : hb) {
       h.clear_volumes();
       std::string url = "127.0.0.1:" + std::to_string(h.port());
@@ -239,10 +242,19 @@ TEST_CASE("assign picks among exactly the writable volumes of its layout as they
         auto* v = h.add_volumes();
         v->set_id(vid);
         v->set_collection(in_c.count(vid) ? "c" : "");
-        v->set_size(with_full_size && vid == full ? 5000 : 10);
+        v->set_size(size_of(vid));
+      }
+      for (int i = h.volumes_size(); i < pad_to; ++i) {
+        auto* v = h.add_volumes();
+        v->set_id(100 + h.port() * 4 + i);
+        v->set_collection("other");
+        v->set_size(5000);
       }
       topo.Heartbeat(h);
     }
+  };
+  auto report = [&](bool with_full_size) {
+    report_sized([&](uint32_t vid) -> uint64_t { return with_full_size && vid == full ? 5000 : 10; }, 0);
   };
   report(true);
   std::set<uint32_t> expect = all;
@@ -272,25 +284,7 @@ TEST_CASE("assign picks among exactly the writable volumes of its layout as they
   // Every server full and one dead: a full cluster is ENOSPC, not "unavailable".
   for (auto& h : hb) h.set_max_volumes(3);
   clock.t += std::chrono::milliseconds(100);
-  for (auto& h : hb) {
-    h.clear_volumes();
-    std::string url = "127.0.0.1:" + std::to_string(h.port());
-    for (const auto& [vid, where] : server_of) {
-      if (where != url) continue;
-      auto* v = h.add_volumes();
-      v->set_id(vid);
-      v->set_collection(in_c.count(vid) ? "c" : "");
-      v->set_size(5000);
-    }
-    // Pad each server to its 3 slots with full volumes of another collection.
-    for (int i = h.volumes_size(); i < 3; ++i) {
-      auto* v = h.add_volumes();
-      v->set_id(100 + h.port() * 4 + i);
-      v->set_collection("other");
-      v->set_size(5000);
-    }
-    topo.Heartbeat(h);
-  }
+  report_sized([](uint32_t) -> uint64_t { return 5000; }, 3);  // every slot taken, every volume full
   // Then one of them stops heartbeating.
   clock.t += std::chrono::milliseconds(100);
   for (auto& h : hb) {

@@ -142,13 +142,7 @@ test_kill_filer_mount_moves() {
   echo "$(wc -l <"$T/acked") files acknowledged"
   # Mount 1 talks to filer 2 now, and every acknowledged file is whole on both sides.
   curl -fsS "http://127.0.0.1:$FP2/status" >/dev/null
-  local f n=0
-  # shellcheck disable=SC2034  # f is used by within (eval)
-  while read -r f; do
-    within 3 'cmp -s "w/$f" "$M2/w/$f"'
-    n=$((n + 1))
-  done <"$T/acked"
-  test "$n" -ge $((done_before + 50))
+  same_on_both "$T/acked" w "$M2/w" $((done_before + 50))
   # A new file through mount 1 is seen through mount 2.
   echo after >w/after
   within 3 'grep -qx after "$M2/w/after"'
@@ -166,6 +160,18 @@ writer() {
     fi
     [ -e "$T/stop" ] && break
   done
+}
+
+# same_on_both ACKED A B MIN: every file named in ACKED reads the same in A and in B (within
+# 10 s each: the other mount may learn of it late), and ACKED names at least MIN files.
+same_on_both() {
+  local f n=0
+  # shellcheck disable=SC2034  # f is used by within (eval)
+  while read -r f; do
+    within 10 "cmp -s \"$2/\$f\" \"$3/\$f\""
+    n=$((n + 1))
+  done <"$1"
+  test "$n" -ge "$4"
 }
 
 test_hung_filer_mount_moves() {
@@ -190,13 +196,7 @@ test_hung_filer_mount_moves() {
   wait "$w"
   kill -CONT "$pid2"
   echo "$(wc -l <"$T/acked2") files acknowledged"
-  local f n=0
-  # shellcheck disable=SC2034  # f is used by within (eval)
-  while read -r f; do
-    within 10 'cmp -s "$M2/h/$f" "h/$f"'
-    n=$((n + 1))
-  done <"$T/acked2"
-  test "$n" -ge $((before + 50))
+  same_on_both "$T/acked2" "$M2/h" h $((before + 50))
 }
 
 check changes_seen_across
