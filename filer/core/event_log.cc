@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
+#include "shared/coding.h"
 #include "shared/log.h"
 #include "shared/status.h"
 #include "shared/strings.h"
