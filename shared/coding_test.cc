@@ -12,6 +12,14 @@ namespace {
 
 std::string Bytes(std::initializer_list<uint8_t> b) { return std::string(b.begin(), b.end()); }
 
+// What put appends to an empty string.
+template <typename T>
+std::string Put(void (*put)(std::string*, T), T v) {
+  std::string s;
+  put(&s, v);
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("fixed little-endian: the low byte first, whatever the host") {
@@ -66,11 +74,7 @@ TEST_CASE("fixed big-endian: byte order is numeric order") {
 }
 
 TEST_CASE("varints: LEB128, seven bits a byte, low group first") {
-  auto enc = [](uint64_t v) {
-    std::string s;
-    PutVarint64(&s, v);
-    return s;
-  };
+  auto enc = [](uint64_t v) { return Put(PutVarint64, v); };
   CHECK(enc(0) == Bytes({0}));
   CHECK(enc(127) == Bytes({0x7F}));
   CHECK(enc(128) == Bytes({0x80, 0x01}));
@@ -97,11 +101,7 @@ TEST_CASE("varints: LEB128, seven bits a byte, low group first") {
 }
 
 TEST_CASE("signed varints: zigzag, small magnitudes stay short") {
-  auto enc = [](int64_t v) {
-    std::string s;
-    PutVarsint64(&s, v);
-    return s;
-  };
+  auto enc = [](int64_t v) { return Put(PutVarsint64, v); };
   CHECK(enc(0) == Bytes({0}));
   CHECK(enc(-1) == Bytes({1}));
   CHECK(enc(1) == Bytes({2}));
