@@ -223,12 +223,16 @@ TEST_CASE("a small volume size limit forces new volumes") {
   for (int i = 0; i < 60; ++i) {
     std::string data = RandomBytes(100 * 1024, i);
     absl::StatusOr<std::string> fid;
-    // A volume that just filled up is noticed at the next heartbeat; retry like a client would.
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      fid = c.Write(data);
-      if (fid.ok()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    // A volume that just filled up refuses uploads ("is full", 403) until the filer hears so
+    // at the next heartbeat and assigns another: retry until then, like a client would.
+    // Any other failure ends the test.
+    WaitFor(
+        [&] {
+          fid = c.Write(data);
+          return fid.ok() || fid.status().message().find("is full") == std::string_view::npos;
+        },
+        std::chrono::seconds(30));
+    INFO(fid.status().ToString());
     REQUIRE(fid.ok());
     written[*fid] = data;
     vids.insert(FileId::Parse(*fid)->volume_id);

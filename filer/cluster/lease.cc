@@ -1,7 +1,7 @@
 #include "filer/cluster/lease.h"
 
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
+#include "shared/coding.h"
 #include "shared/log.h"
 #include "shared/status.h"
 #include "shared/strings.h"

@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
 #include "filer/store/records.h"
+#include "shared/coding.h"
 #include "shared/file_id.h"
 #include "shared/progress.h"
 #include "shared/status.h"

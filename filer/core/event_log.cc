@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
+#include "shared/coding.h"
 #include "shared/log.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -405,9 +405,16 @@ uint64_t EventLog::floor() const {
 
 bool EventLog::WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline) {
   MutexLock lock(mu_);
+  ++waiters_;  // seen by others only while this thread is parked in WaitUntil
   while (!stopped_ && published_ <= after && cv_.WaitUntil(lock, deadline)) {
   }
+  --waiters_;
   return published_ > after;
+}
+
+int EventLog::waiters() const {
+  MutexLock lock(mu_);
+  return waiters_;
 }
 
 void EventLog::Stop() {

@@ -75,6 +75,9 @@ class EventLog {
 
   // Blocks until published() > after, the deadline, or Stop(). True if published() > after.
   bool WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline);
+  // Threads blocked in WaitBeyond now (subscribers waiting for an event). For tests that
+  // must know a subscriber is waiting before they act.
+  int waiters() const;
 
   // Drops events beyond the retention bounds (options), one bounded step per call.
   absl::Status Trim();
@@ -145,6 +148,7 @@ class EventLog {
   std::set<uint64_t> done_ ABSL_GUARDED_BY(mu_);  // completed seqs above published_
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  int waiters_ ABSL_GUARDED_BY(mu_) = 0;
   // Shared stores.
   std::map<uint64_t, Range> own_ ABSL_GUARDED_BY(mu_);  // by first
   uint64_t active_ ABSL_GUARDED_BY(mu_) = 0;            // first of the range handing out; 0 = none

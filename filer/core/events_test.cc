@@ -20,6 +20,16 @@ std::vector<Event> Drain(EventSubscription& sub) {
   }
 }
 
+// Until a thread is parked in the log's wait (at most 20 s).
+bool Parked(EventLog& log) {
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (log.waiters() == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("every mutation emits an event, in order") {
@@ -79,19 +89,22 @@ TEST_CASE("a waiting subscriber wakes up for a live event") {
   // Catch2 is not thread-safe: threads record results, the test thread checks them.
   absl::StatusOr<std::vector<Event>> got;
   std::thread reader([&] { got = (*sub)->Next(10, 20s); });
+  CHECK(Parked(h.fs->events()));  // the event comes while it waits, not before
   h.Mkfile(1, "live");
   reader.join();
   REQUIRE(got.ok());
   REQUIRE(got->size() == 1);
   CHECK((*got)[0].name() == "live");
 
-  // Stop ends every subscription.
+  // Stop ends every subscription, a waiting one at once (not when its wait runs out).
   absl::Status ended;
-  std::thread waiter([&] { ended = (*sub)->Next(10, 20s).status(); });
-  std::this_thread::sleep_for(10ms);  // usually parked in the wait; either way it must end
+  std::thread waiter([&] { ended = (*sub)->Next(10, 60s).status(); });
+  CHECK(Parked(h.fs->events()));
+  auto stop = std::chrono::steady_clock::now();
   h.fs->Stop();
   waiter.join();
   CHECK(ended.code() == absl::StatusCode::kUnavailable);
+  CHECK(std::chrono::steady_clock::now() - stop < 30s);
 }
 
 TEST_CASE("retention: a subscriber behind the floor gets EVENT_RESET") {

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "filer/core/mutation.h"
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
+#include "shared/coding.h"
 #include "shared/log.h"
 #include "shared/metrics.h"
 #include "shared/status.h"

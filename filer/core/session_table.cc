@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
+#include "shared/coding.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 

@@ -8,9 +8,9 @@
 #include <set>
 
 #include "filer/core/test_util.h"
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
 #include "filer/store/records.h"
+#include "shared/coding.h"
 #include "shared/strings.h"
 
 using namespace kelp::filer;
@@ -272,7 +272,7 @@ TEST_CASE("sequence marks are raised above every number in use") {
   uint64_t last = 0;
   for (int i = 0; i < 5; ++i) last = h.Mkfile(1, kelp::StrCat("f", i));
   std::string low;
-  PutFixed64BE(&low, 2);
+  kelp::PutFixed64BE(&low, 2);
   REQUIRE(h.kv->Put(keys::SequenceKey(keys::kInodeSeq), low).ok());
   REQUIRE(h.kv->Put(keys::SequenceKey(keys::kNeedleKeySeq), low).ok());
   FileWithChunks(h, 1, "data", 500);
@@ -280,7 +280,7 @@ TEST_CASE("sequence marks are raised above every number in use") {
   CHECK(kinds.count(ProblemKind::kSequence) == 2);
   RepairAndRestart(h);
   CHECK(h.Mkfile(1, "next") > last);
-  CHECK(DecodeFixed64BE(*h.kv->Get(keys::SequenceKey(keys::kNeedleKeySeq))) > 501);
+  CHECK(kelp::DecodeFixed64BE(*h.kv->Get(keys::SequenceKey(keys::kNeedleKeySeq))) > 501);
 }
 
 TEST_CASE("orphan marks: added to unlinked inodes, dropped from linked and missing ones") {

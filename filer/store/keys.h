@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "filer/store/coding.h"
+#include "shared/coding.h"
 
 namespace kelp::filer::keys {
 
@@ -72,8 +72,9 @@ inline std::string CounterKey(uint32_t stripe) {
 // The stripe of a CounterKey (0 if the key is too short).
 inline uint32_t CounterStripe(std::string_view key) {
   uint32_t v = 0;
-  for (size_t i = 1; i < 5 && i < key.size(); ++i) v = (v << 8) | static_cast<uint8_t>(key[i]);
-  return key.size() >= 5 ? v : 0;
+  if (key.empty()) return 0;
+  key.remove_prefix(1);
+  return GetFixed32BE(&key, &v) ? v : 0;
 }
 
 inline std::string InodeKey(uint64_t ino) { return WithIno(kInode, ino); }

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "filer/store/coding.h"
+#include "shared/coding.h"
 #include "shared/log.h"
 #include "shared/metrics.h"
 #include "shared/mutex.h"

@@ -2,8 +2,8 @@
 
 #include <sys/stat.h>
 
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
+#include "shared/coding.h"
 #include "shared/status.h"
 
 namespace kelp::filer {

@@ -5,8 +5,8 @@
 #include <random>
 #include <thread>
 
-#include "filer/store/coding.h"
 #include "filer/store/keys.h"
+#include "shared/coding.h"
 #include "shared/strings.h"
 
 namespace kelp::filer {

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "mount/cache/cache_format.h"
+#include "shared/coding.h"
 #include "shared/hash.h"
 #include "shared/log.h"
 #include "shared/status.h"
@@ -107,25 +108,25 @@ absl::Status ParseIndex(std::string_view data, absl::flat_hash_map<uint64_t, Ind
     return absl::DataLossError("bad index magic");
   }
   size_t body = data.size() - f::kIndexTrailerLen;
-  if (Hash64(data.data(), body) != f::GetU64(data.data() + body)) {
+  if (Hash64(data.data(), body) != DecodeFixed64LE(data.data() + body)) {
     return absl::DataLossError("index checksum mismatch");
   }
   const char* p = data.data();
-  if (f::GetU32(p + 8) != f::kFormatVersion) return absl::DataLossError("index version");
-  uint64_t count = f::GetU64(p + 16);
-  *next_id = f::GetU64(p + 24);
+  if (DecodeFixed32LE(p + 8) != f::kFormatVersion) return absl::DataLossError("index version");
+  uint64_t count = DecodeFixed64LE(p + 16);
+  *next_id = DecodeFixed64LE(p + 24);
   size_t pos = f::kIndexHeaderLen;
   for (uint64_t i = 0; i < count; ++i) {
     if (pos + f::kIndexRecordFixedLen > body) return absl::DataLossError("index truncated");
     const char* r = p + pos;
     IndexHint h;
-    h.meta.id = f::GetU64(r);
-    h.meta.blob_size = f::GetU64(r + 8);
-    h.meta.block_offset = f::GetU64(r + 16);
-    h.meta.data_len = f::GetU32(r + 24);
+    h.meta.id = DecodeFixed64LE(r);
+    h.meta.blob_size = DecodeFixed64LE(r + 8);
+    h.meta.block_offset = DecodeFixed64LE(r + 16);
+    h.meta.data_len = DecodeFixed32LE(r + 24);
     uint8_t tier = static_cast<uint8_t>(r[28]);
     h.state = static_cast<uint8_t>(r[29]);
-    size_t fid_len = f::GetU16(r + 30);
+    size_t fid_len = DecodeFixed16LE(r + 30);
     uint64_t pages = PageCount(h.meta.data_len);
     if (tier >= kNumTiers || fid_len == 0 || fid_len > f::kMaxFidLen ||
         pos + f::kIndexRecordFixedLen + fid_len + 8 * pages > body) {
@@ -135,7 +136,7 @@ absl::Status ParseIndex(std::string_view data, absl::flat_hash_map<uint64_t, Ind
     h.meta.fid.assign(r + f::kIndexRecordFixedLen, fid_len);
     const char* sums = r + f::kIndexRecordFixedLen + fid_len;
     h.meta.page_sums.resize(pages);
-    for (uint64_t p = 0; p < pages; ++p) h.meta.page_sums[p] = f::GetU64(sums + 8 * p);
+    for (uint64_t p = 0; p < pages; ++p) h.meta.page_sums[p] = DecodeFixed64LE(sums + 8 * p);
     h.position = static_cast<size_t>(i);
     pos += f::kIndexRecordFixedLen + fid_len + 8 * pages;
     out->insert_or_assign(h.meta.id, std::move(h));
@@ -356,25 +357,25 @@ std::string CacheDir::EncodeIndex(const std::vector<IndexRecord>& records, uint6
   std::string out(size, '\0');
   char* p = out.data();
   std::memcpy(p, f::kIndexMagic, sizeof f::kIndexMagic);
-  f::PutU32(p + 8, f::kFormatVersion);
-  f::PutU64(p + 16, records.size());
-  f::PutU64(p + 24, next_id);
+  EncodeFixed32LE(p + 8, f::kFormatVersion);
+  EncodeFixed64LE(p + 16, records.size());
+  EncodeFixed64LE(p + 24, next_id);
   size_t pos = f::kIndexHeaderLen;
   for (const IndexRecord& r : records) {
     char* q = p + pos;
-    f::PutU64(q, r.entry.id);
-    f::PutU64(q + 8, r.entry.blob_size);
-    f::PutU64(q + 16, r.entry.block_offset);
-    f::PutU32(q + 24, r.entry.data_len);
+    EncodeFixed64LE(q, r.entry.id);
+    EncodeFixed64LE(q + 8, r.entry.blob_size);
+    EncodeFixed64LE(q + 16, r.entry.block_offset);
+    EncodeFixed32LE(q + 24, r.entry.data_len);
     q[28] = static_cast<char>(r.entry.tier);
     q[29] = static_cast<char>(r.policy_state);
-    f::PutU16(q + 30, static_cast<uint16_t>(r.entry.fid.size()));
+    EncodeFixed16LE(q + 30, static_cast<uint16_t>(r.entry.fid.size()));
     std::memcpy(q + f::kIndexRecordFixedLen, r.entry.fid.data(), r.entry.fid.size());
     char* sums = q + f::kIndexRecordFixedLen + r.entry.fid.size();
-    for (size_t p = 0; p < r.page_sums->size(); ++p) f::PutU64(sums + 8 * p, (*r.page_sums)[p]);
+    for (size_t p = 0; p < r.page_sums->size(); ++p) EncodeFixed64LE(sums + 8 * p, (*r.page_sums)[p]);
     pos += f::kIndexRecordFixedLen + r.entry.fid.size() + 8 * r.page_sums->size();
   }
-  f::PutU64(p + pos, Hash64(p, pos));
+  EncodeFixed64LE(p + pos, Hash64(p, pos));
   return out;
 }
 

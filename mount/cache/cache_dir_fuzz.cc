@@ -13,6 +13,7 @@
 #include <string>
 
 #include "mount/cache/cache_dir.h"
+#include "shared/coding.h"
 #include "shared/hash.h"
 #include "shared/testing/fuzz_util.h"
 
@@ -42,10 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[0] & 1) {
     if (index.size() < f::kIndexHeaderLen) index.resize(f::kIndexHeaderLen);
     std::memcpy(index.data(), f::kIndexMagic, sizeof f::kIndexMagic);
-    f::PutU32(index.data() + 8, f::kFormatVersion);
+    kelp::EncodeFixed32LE(index.data() + 8, f::kFormatVersion);
     uint64_t sum = kelp::Hash64(index.data(), index.size());
     char trailer[8];
-    f::PutU64(trailer, sum);
+    kelp::EncodeFixed64LE(trailer, sum);
     index.append(trailer, sizeof trailer);
   }
   std::string file = g_path + "/" + f::kIndexFile;

@@ -20,6 +20,7 @@ inline constexpr char kIndexTmpFile[] = "index.tmp";
 inline constexpr const char* kTierDirs[3] = {"small", "medium", "large"};
 inline constexpr char kVersionMagic[] = "kelp-cache";  // first word of KELPCACHE
 
+// Integers are little-endian whatever the host (shared/coding.h).
 // Every checksum is xxHash3-64 (shared/hash.h), stored little-endian.
 // Data is verified per page, so a 16 KiB read of a 256 KiB block hashes 16 KiB, not 256.
 inline constexpr uint32_t kPageSize = 4096;
@@ -55,24 +56,5 @@ inline constexpr size_t kIndexTrailerLen = 8;
 // Room kept free below the capacity for directory growth that has not been measured yet
 // (in-flight inserts each add at most one directory block).
 inline constexpr uint64_t kMetaSlackBytes = 64 << 10;
-
-// Little-endian field access (the format is little-endian whatever the host).
-inline void PutU16(char* p, uint16_t v) {
-  for (int i = 0; i < 2; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-inline void PutU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-inline void PutU64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-inline uint64_t GetLE(const char* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-inline uint16_t GetU16(const char* p) { return static_cast<uint16_t>(GetLE(p, 2)); }
-inline uint32_t GetU32(const char* p) { return static_cast<uint32_t>(GetLE(p, 4)); }
-inline uint64_t GetU64(const char* p) { return GetLE(p, 8); }
 
 }  // namespace kelp::mount::cache::format

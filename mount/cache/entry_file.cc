@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mount/cache/cache_format.h"
+#include "shared/coding.h"
 #include "shared/hash.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -61,42 +62,42 @@ uint64_t HeaderSum(const char* header, size_t len) {
 std::string EncodeHeader(const EntryRef& e, const std::vector<uint64_t>& sums) {
   std::string out(EntryHeaderLen(e.fid.size(), e.data_len), '\0');
   char* p = out.data();
-  f::PutU32(p + f::kEntryOffMagic, f::kEntryMagic);
-  f::PutU16(p + f::kEntryOffVersion, f::kEntryVersion);
-  f::PutU16(p + f::kEntryOffFidLen, static_cast<uint16_t>(e.fid.size()));
-  f::PutU64(p + f::kEntryOffBlobSize, e.blob_size);
-  f::PutU64(p + f::kEntryOffBlockOffset, e.block_offset);
-  f::PutU32(p + f::kEntryOffDataLen, e.data_len);
+  EncodeFixed32LE(p + f::kEntryOffMagic, f::kEntryMagic);
+  EncodeFixed16LE(p + f::kEntryOffVersion, f::kEntryVersion);
+  EncodeFixed16LE(p + f::kEntryOffFidLen, static_cast<uint16_t>(e.fid.size()));
+  EncodeFixed64LE(p + f::kEntryOffBlobSize, e.blob_size);
+  EncodeFixed64LE(p + f::kEntryOffBlockOffset, e.block_offset);
+  EncodeFixed32LE(p + f::kEntryOffDataLen, e.data_len);
   p[f::kEntryOffTier] = static_cast<char>(e.tier);
-  f::PutU64(p + f::kEntryOffEntryId, e.id);
+  EncodeFixed64LE(p + f::kEntryOffEntryId, e.id);
   std::memcpy(p + f::kEntryFixedLen, e.fid.data(), e.fid.size());
   char* table = p + f::kEntryFixedLen + e.fid.size();
-  for (size_t i = 0; i < sums.size(); ++i) f::PutU64(table + 8 * i, sums[i]);
-  f::PutU64(p + f::kEntryOffHeaderSum, HeaderSum(p, out.size()));
+  for (size_t i = 0; i < sums.size(); ++i) EncodeFixed64LE(table + 8 * i, sums[i]);
+  EncodeFixed64LE(p + f::kEntryOffHeaderSum, HeaderSum(p, out.size()));
   return out;
 }
 
 // Checks a complete header buffer; fills *meta (fid left as a view into header).
 absl::Status ParseHeader(const char* h, size_t len, EntryRef* meta) {
-  if (len < f::kEntryFixedLen || f::GetU32(h + f::kEntryOffMagic) != f::kEntryMagic ||
-      f::GetU16(h + f::kEntryOffVersion) != f::kEntryVersion) {
+  if (len < f::kEntryFixedLen || DecodeFixed32LE(h + f::kEntryOffMagic) != f::kEntryMagic ||
+      DecodeFixed16LE(h + f::kEntryOffVersion) != f::kEntryVersion) {
     return absl::DataLossError("cache: bad entry magic or version");
   }
-  size_t fid_len = f::GetU16(h + f::kEntryOffFidLen);
-  uint32_t data_len = f::GetU32(h + f::kEntryOffDataLen);
+  size_t fid_len = DecodeFixed16LE(h + f::kEntryOffFidLen);
+  uint32_t data_len = DecodeFixed32LE(h + f::kEntryOffDataLen);
   if (fid_len == 0 || fid_len > f::kMaxFidLen || EntryHeaderLen(fid_len, data_len) != len ||
       static_cast<uint8_t>(h[f::kEntryOffTier]) >= kNumTiers) {
     return absl::DataLossError("cache: bad entry header fields");
   }
-  if (HeaderSum(h, len) != f::GetU64(h + f::kEntryOffHeaderSum)) {
+  if (HeaderSum(h, len) != DecodeFixed64LE(h + f::kEntryOffHeaderSum)) {
     return absl::DataLossError("cache: entry header checksum mismatch");
   }
   meta->fid = std::string_view(h + f::kEntryFixedLen, fid_len);
-  meta->blob_size = f::GetU64(h + f::kEntryOffBlobSize);
-  meta->block_offset = f::GetU64(h + f::kEntryOffBlockOffset);
+  meta->blob_size = DecodeFixed64LE(h + f::kEntryOffBlobSize);
+  meta->block_offset = DecodeFixed64LE(h + f::kEntryOffBlockOffset);
   meta->data_len = data_len;
   meta->tier = static_cast<Tier>(h[f::kEntryOffTier]);
-  meta->id = f::GetU64(h + f::kEntryOffEntryId);
+  meta->id = DecodeFixed64LE(h + f::kEntryOffEntryId);
   return absl::OkStatus();
 }
 
@@ -222,8 +223,8 @@ absl::StatusOr<EntryMeta> ReadEntryHeader(int dirfd, uint64_t id, Tier tier, uin
   if (file_size < f::kEntryFixedLen) return absl::DataLossError("cache: entry file too short");
   char fixed[f::kEntryFixedLen];
   if (absl::Status s = PreadFull(fd.get(), fixed, sizeof fixed, 0); !s.ok()) return s;
-  size_t fid_len = f::GetU16(fixed + f::kEntryOffFidLen);
-  uint32_t data_len = f::GetU32(fixed + f::kEntryOffDataLen);
+  size_t fid_len = DecodeFixed16LE(fixed + f::kEntryOffFidLen);
+  uint32_t data_len = DecodeFixed32LE(fixed + f::kEntryOffDataLen);
   uint64_t header_len = EntryHeaderLen(fid_len, data_len);
   if (fid_len > f::kMaxFidLen || header_len + data_len != file_size) {
     return absl::DataLossError("cache: entry file size does not match its header");
@@ -242,7 +243,7 @@ absl::StatusOr<EntryMeta> ReadEntryHeader(int dirfd, uint64_t id, Tier tier, uin
   meta.id = got.id;
   const char* table = header.data() + f::kEntryFixedLen + fid_len;
   meta.page_sums.resize(PageCount(data_len));
-  for (size_t i = 0; i < meta.page_sums.size(); ++i) meta.page_sums[i] = f::GetU64(table + 8 * i);
+  for (size_t i = 0; i < meta.page_sums.size(); ++i) meta.page_sums[i] = DecodeFixed64LE(table + 8 * i);
   return meta;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "mount/cache/entry_file.h"
+#include "shared/coding.h"
 #include "shared/hash.h"
 #include "shared/testing/fuzz_util.h"
 
@@ -24,26 +25,26 @@ int g_dirfd = -1;
 void FixUp(uint8_t flags, Tier tier, std::string* file) {
   if (file->size() < f::kEntryFixedLen) return;
   char* p = file->data();
-  size_t fid_len = f::GetU16(p + f::kEntryOffFidLen);
-  uint32_t data_len = f::GetU32(p + f::kEntryOffDataLen) % (1 << 16);
+  size_t fid_len = kelp::DecodeFixed16LE(p + f::kEntryOffFidLen);
+  uint32_t data_len = kelp::DecodeFixed32LE(p + f::kEntryOffDataLen) % (1 << 16);
   uint64_t header_len = EntryHeaderLen(fid_len, data_len);
   if (header_len + data_len > file->size()) return;
   file->resize(header_len + data_len);
   p = file->data();
-  f::PutU32(p + f::kEntryOffMagic, f::kEntryMagic);
-  f::PutU16(p + f::kEntryOffVersion, f::kEntryVersion);
-  f::PutU32(p + f::kEntryOffDataLen, data_len);
+  kelp::EncodeFixed32LE(p + f::kEntryOffMagic, f::kEntryMagic);
+  kelp::EncodeFixed16LE(p + f::kEntryOffVersion, f::kEntryVersion);
+  kelp::EncodeFixed32LE(p + f::kEntryOffDataLen, data_len);
   p[f::kEntryOffTier] = static_cast<char>(tier);
-  f::PutU64(p + f::kEntryOffEntryId, 1);
+  kelp::EncodeFixed64LE(p + f::kEntryOffEntryId, 1);
   if (flags & 1) {
     std::vector<uint64_t> sums = PageSums(std::string_view(p + header_len, data_len));
-    for (size_t i = 0; i < sums.size(); ++i) f::PutU64(p + f::kEntryFixedLen + fid_len + 8 * i, sums[i]);
+    for (size_t i = 0; i < sums.size(); ++i) kelp::EncodeFixed64LE(p + f::kEntryFixedLen + fid_len + 8 * i, sums[i]);
   }
   if (flags & 2) {
     kelp::Hasher h;
     h.Update(p, f::kEntryOffHeaderSum);
     h.Update(p + f::kEntryFixedLen, header_len - f::kEntryFixedLen);
-    f::PutU64(p + f::kEntryOffHeaderSum, h.Digest());
+    kelp::EncodeFixed64LE(p + f::kEntryOffHeaderSum, h.Digest());
   }
 }
 

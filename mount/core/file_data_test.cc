@@ -107,7 +107,7 @@ TEST_CASE("full chunks upload in the background before the flush") {
   auto f = env.Open();
   for (int i = 0; i < 16; ++i) REQUIRE(f->Write(static_cast<uint64_t>(i) * 16384, std::string(16384, 'x')).ok());
   // 256 KiB = 4 full 64 KiB chunks: uploaded without a flush.
-  for (int i = 0; i < 100 && env.blobs.puts() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 1000 && env.blobs.puts() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(env.blobs.puts() == 4);
   REQUIRE(env.filer.calls(FilerMethod::kCommitChunks) == 0);
   REQUIRE(f->Flush(false).ok());
@@ -123,7 +123,7 @@ TEST_CASE("an upload error comes back from write and flush, not swallowed") {
   REQUIRE(ErrnoOf(s) == EIO);
   // A full chunk failing in the background makes the next write fail.
   REQUIRE(f->Write(0, std::string(8192, 'b')).ok());
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     if (!f->Write(0, "c").ok()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

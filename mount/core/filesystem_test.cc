@@ -238,9 +238,10 @@ struct RecordingNotifier : KernelNotifier {
   }
 };
 
+// Polls f for up to 10 s.
 template <typename F>
 bool Eventually(F f) {
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     if (f()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -259,18 +260,15 @@ TEST_CASE("a change through one mount invalidates the other mount's kernel cache
   RecordingNotifier n1, n2;
   one.StartEvents(&n1);
   two.StartEvents(&n2);
-  // Subscriptions start "from now": a first change tells when both are live.
-  Caller c;
-  REQUIRE(one.MakeNode(one.root(), "warmup", S_IFDIR | 0755, 0, c).ok());
+  // Subscriptions start "from now": both are live once the filer has them waiting for events.
+  REQUIRE(Eventually([&] { return filer.core()->events().waiters() >= 2; }));
   auto both_seen = [&] {
     uint64_t seq = filer.core()->events().published();
     return Eventually([&] { return one.last_event_seq() >= seq && two.last_event_seq() >= seq; });
   };
-  if (!both_seen()) {
-    // The subscriptions may have started after the warm-up change: make another.
-    REQUIRE(one.MakeNode(one.root(), "warmup2", S_IFDIR | 0755, 0, c).ok());
-    REQUIRE(both_seen());
-  }
+  Caller c;
+  REQUIRE(one.MakeNode(one.root(), "warmup", S_IFDIR | 0755, 0, c).ok());
+  REQUIRE(both_seen());
   // Mount two cached "no such name" for it.
   REQUIRE(ErrnoOf(two.Lookup(two.root(), "news").status()) == ENOENT);
   auto r = one.Create(one.root(), "news", 0644, O_CREAT | O_RDWR, c);

@@ -19,7 +19,7 @@ TEST_CASE("a writer over the budget waits until room is released, and pushes pre
     done = true;
   });
   // The writer cannot proceed while 80 of 100 are held.
-  for (int i = 0; i < 50 && pressure == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 1000 && pressure == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(pressure > 0);
   REQUIRE_FALSE(done);
   b.Release(40);

@@ -3,45 +3,19 @@
 #include <cstring>
 
 #include "absl/status/statusor.h"
+#include "shared/coding.h"
 #include "shared/http/http_parser.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
 namespace kelp::rpc {
-namespace {
-
-void PutU16(char* p, uint16_t v) {
-  p[0] = static_cast<char>(v);
-  p[1] = static_cast<char>(v >> 8);
-}
-void PutU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void PutU64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint16_t GetU16(const char* p) {
-  return static_cast<uint16_t>(static_cast<uint8_t>(p[0]) | static_cast<uint8_t>(p[1]) << 8);
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | static_cast<uint8_t>(p[i]);
-  return v;
-}
-
-}  // namespace
 
 void EncodeFrameHeader(char* h, FrameType type, uint16_t method, uint64_t id, size_t payload_size) {
-  PutU32(h, static_cast<uint32_t>(kFrameHeaderSize - kLengthFieldSize + payload_size));
+  EncodeFixed32LE(h, static_cast<uint32_t>(kFrameHeaderSize - kLengthFieldSize + payload_size));
   h[4] = static_cast<char>(type);
   h[5] = 0;
-  PutU16(h + 6, method);
-  PutU64(h + 8, id);
+  EncodeFixed16LE(h + 6, method);
+  EncodeFixed64LE(h + 8, id);
 }
 
 void AppendFrameHeader(std::string* out, FrameType type, uint16_t method, uint64_t id, size_t payload_size) {
@@ -52,7 +26,7 @@ void AppendFrameHeader(std::string* out, FrameType type, uint16_t method, uint64
 
 absl::StatusOr<size_t> DecodeFrame(std::string_view data, size_t max_payload, FrameHeader* header) {
   if (data.size() < kLengthFieldSize) return 0;
-  uint32_t length = GetU32(data.data());
+  uint32_t length = DecodeFixed32LE(data.data());
   if (length < kFrameHeaderSize - kLengthFieldSize) {
     return absl::InvalidArgumentError(kelp::StrCat("rpc frame length ", length, " is below the header size"));
   }
@@ -71,8 +45,8 @@ absl::StatusOr<size_t> DecodeFrame(std::string_view data, size_t max_payload, Fr
   if (data.size() < total) return 0;
   header->type = static_cast<FrameType>(type);
   header->flags = 0;
-  header->method = GetU16(data.data() + 6);
-  header->id = GetU64(data.data() + 8);
+  header->method = DecodeFixed16LE(data.data() + 6);
+  header->id = DecodeFixed64LE(data.data() + 8);
   header->payload_size = static_cast<uint32_t>(payload);
   return total;
 }
@@ -109,16 +83,16 @@ absl::StatusOr<size_t> ParseUpgradeResponse(std::string_view data) {
 
 std::string EncodeStatus(const absl::Status& status) {
   std::string out(8, '\0');
-  PutU32(out.data(), static_cast<uint32_t>(status.code()));
-  PutU32(out.data() + 4, static_cast<uint32_t>(CarriedErrno(status)));
+  EncodeFixed32LE(out.data(), static_cast<uint32_t>(status.code()));
+  EncodeFixed32LE(out.data() + 4, static_cast<uint32_t>(CarriedErrno(status)));
   out.append(status.message().data(), status.message().size());
   return out;
 }
 
 absl::Status DecodeStatus(std::string_view payload) {
   if (payload.size() < 8) return absl::InternalError("malformed rpc error frame");
-  uint32_t code = GetU32(payload.data());
-  int err = static_cast<int>(GetU32(payload.data() + 4));
+  uint32_t code = DecodeFixed32LE(payload.data());
+  int err = static_cast<int>(DecodeFixed32LE(payload.data() + 4));
   std::string_view message = payload.substr(8);
   if (code == 0 || code > static_cast<uint32_t>(absl::StatusCode::kUnauthenticated)) {
     return absl::InternalError(kelp::StrCat("rpc error frame with code ", code, ": ", message));

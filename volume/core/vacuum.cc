@@ -39,6 +39,10 @@ VacuumLoop::VacuumLoop(Store* store, double threshold, int interval_ms)
 VacuumLoop::~VacuumLoop() { Stop(); }
 
 void VacuumLoop::Start() {
+  {
+    MutexLock l(mu_);
+    running_ = true;
+  }
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "vol-vacuum");
     Run();
@@ -54,17 +58,35 @@ void VacuumLoop::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool VacuumLoop::RunPassNow() {
+  MutexLock l(mu_);
+  if (!running_ || stop_) return false;
+  // A pass under way may have looked at the volumes before this call: wait for the next one.
+  const uint64_t target = started_ + 1;
+  kicked_ = true;
+  cv_.NotifyAll();
+  while (!stop_ && passes_ < target) cv_.Wait(l);
+  return passes_ >= target;
+}
+
 void VacuumLoop::Run() {
   for (;;) {
     {
       auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(interval_ms_);
       MutexLock l(mu_);
-      while (!stop_ && cv_.WaitUntil(l, deadline)) {
+      while (!stop_ && !kicked_ && cv_.WaitUntil(l, deadline)) {
       }
       if (stop_) return;
+      kicked_ = false;
+      ++started_;
     }
     // A vacuum that is under way finishes even if Stop() is called meanwhile: Stop waits.
     (void)VacuumVolumes(*store_, 0, threshold_);
+    {
+      MutexLock l(mu_);
+      ++passes_;
+    }
+    cv_.NotifyAll();
   }
 }
 

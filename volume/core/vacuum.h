@@ -1,7 +1,8 @@
 // Vacuum policy: which volumes to compact, on demand (the Vacuum RPC) and in the background.
 //
 // Threads: VacuumVolumes is thread-safe (a volume refuses a second concurrent vacuum).
-// VacuumLoop: Start/Stop from the owner's thread; one background thread.
+// VacuumLoop: Start/Stop from the owner's thread, RunPassNow from any thread; one background
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,11 @@ class VacuumLoop {
   void Start();
   void Stop();
 
+  // Has the loop make a pass now rather than at the end of its interval, and waits until a
+  // pass that started after this call has finished (the volumes' state then reflects its
+  // decisions). False if the loop stopped first, or is not started. For tests.
+  bool RunPassNow();
+
  private:
   void Run();
   Store* const store_;
@@ -40,8 +46,12 @@ class VacuumLoop {
   const int interval_ms_;
   std::thread thread_;
   Mutex mu_;
-  CondVar cv_;
+  CondVar cv_;  // stop_, kicked_, passes_
+  bool running_ ABSL_GUARDED_BY(mu_) = false;  // Start() was called
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool kicked_ ABSL_GUARDED_BY(mu_) = false;  // RunPassNow asked for a pass
+  uint64_t started_ ABSL_GUARDED_BY(mu_) = 0;  // passes begun
+  uint64_t passes_ ABSL_GUARDED_BY(mu_) = 0;   // passes finished
 };
 
 }  // namespace kelp::volume

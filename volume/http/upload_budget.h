@@ -25,9 +25,11 @@ class UploadBudget {
     n = std::clamp<uint64_t>(n, 1, capacity_);
     auto deadline = std::chrono::steady_clock::now() + wait;
     MutexLock l(mu_);
+    ++waiters_;  // seen by others only while this thread is parked in WaitUntil
     while (used_ + n > capacity_) {
       if (!cv_.WaitUntil(l, deadline)) break;
     }
+    --waiters_;
     if (used_ + n > capacity_) return 0;
     used_ += n;
     return n;
@@ -39,12 +41,18 @@ class UploadBudget {
     }
     cv_.NotifyAll();
   }
+  // Uploads waiting for room now.
+  int waiters() const {
+    MutexLock l(mu_);
+    return waiters_;
+  }
 
  private:
   const uint64_t capacity_;
-  Mutex mu_;
+  mutable Mutex mu_;
   CondVar cv_;
   uint64_t used_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiters_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace kelp::volume

@@ -114,6 +114,9 @@ class VolumeServer {
   std::string url() const;           // ip:http_port
   std::string grpc_address() const;  // ip:grpc_port
   Store& store() { return *store_; }
+  // The background loops, for tests; nullptr when off (vacuum_interval_sec 0, no filer).
+  VacuumLoop* vacuum_loop() { return vacuum_.get(); }
+  Heartbeater* heartbeater() { return heartbeat_.get(); }
 
  private:
   Options opts_;

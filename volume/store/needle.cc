@@ -2,27 +2,11 @@
 
 #include <cstring>
 
+#include "shared/coding.h"
 #include "shared/hash.h"
 #include "shared/strings.h"
 
 namespace kelp::volume {
-
-void PutU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void PutU64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
 
 namespace {
 
@@ -31,13 +15,13 @@ void AppendNeedle(uint64_t key, uint32_t cookie, uint32_t size_field, std::strin
   size_t start = out->size();
   out->resize(start + format::NeedleLength(size_field), '\0');
   char* p = out->data() + start;
-  PutU32(p + format::kCookieOffset, cookie);
-  PutU64(p + format::kKeyOffset, key);
-  PutU32(p + format::kSizeOffset, size_field);
+  EncodeFixed32LE(p + format::kCookieOffset, cookie);
+  EncodeFixed64LE(p + format::kKeyOffset, key);
+  EncodeFixed32LE(p + format::kSizeOffset, size_field);
   if (!data.empty()) memcpy(p + format::kHeaderSize, data.data(), data.size());
   char* footer = p + format::kHeaderSize + data.size();
-  PutU64(footer, checksum);
-  PutU64(footer + 8, append_time_ns);
+  EncodeFixed64LE(footer, checksum);
+  EncodeFixed64LE(footer + 8, append_time_ns);
 }
 
 }  // namespace
@@ -53,8 +37,8 @@ void EncodeTombstone(uint64_t key, uint32_t cookie, uint64_t append_time_ns, std
 }
 
 NeedleHeader DecodeHeader(const char* p) {
-  return NeedleHeader{GetU32(p + format::kCookieOffset), GetU64(p + format::kKeyOffset),
-                      GetU32(p + format::kSizeOffset)};
+  return NeedleHeader{DecodeFixed32LE(p + format::kCookieOffset), DecodeFixed64LE(p + format::kKeyOffset),
+                      DecodeFixed32LE(p + format::kSizeOffset)};
 }
 
 absl::StatusOr<DecodedNeedle> DecodeNeedle(std::string_view buf) {
@@ -72,8 +56,8 @@ absl::StatusOr<DecodedNeedle> DecodeNeedle(std::string_view buf) {
   size_t data_size = n.header.tombstone() ? 0 : n.header.size;
   n.data = buf.substr(format::kHeaderSize, data_size);
   const char* footer = buf.data() + format::kHeaderSize + data_size;
-  n.checksum = GetU64(footer);
-  n.append_time_ns = GetU64(footer + 8);
+  n.checksum = DecodeFixed64LE(footer);
+  n.append_time_ns = DecodeFixed64LE(footer + 8);
   uint64_t actual = Hash64(n.data.data(), n.data.size());
   if (actual != n.checksum) {
     return absl::DataLossError(kelp::StrCat("needle ", n.header.key, " checksum mismatch: stored ",
@@ -83,28 +67,27 @@ absl::StatusOr<DecodedNeedle> DecodeNeedle(std::string_view buf) {
 }
 
 void EncodeIndexRecord(const IndexRecord& r, char* out) {
-  PutU64(out, r.key);
-  PutU32(out + 8, r.offset_units);
-  PutU32(out + 12, r.size);
+  EncodeFixed64LE(out, r.key);
+  EncodeFixed32LE(out + 8, r.offset_units);
+  EncodeFixed32LE(out + 12, r.size);
 }
 
 IndexRecord DecodeIndexRecord(const char* p) {
-  return IndexRecord{GetU64(p), GetU32(p + 8), GetU32(p + 12)};
+  return IndexRecord{DecodeFixed64LE(p), DecodeFixed32LE(p + 8), DecodeFixed32LE(p + 12)};
 }
 
 std::string EncodeSuperblock(const Superblock& sb) {
   std::string out(format::kSuperblockSize, '\0');
-  PutU32(out.data(), format::kSuperblockMagic);
+  EncodeFixed32LE(out.data(), format::kSuperblockMagic);
   out[4] = static_cast<char>(format::kVersion);
   for (int i = 0; i < 3; ++i)
     out[5 + i] = i < static_cast<int>(sb.replication.size()) ? sb.replication[i] : '0';
-  out[8] = static_cast<char>(sb.compaction_revision & 0xff);
-  out[9] = static_cast<char>(sb.compaction_revision >> 8);
+  EncodeFixed16LE(out.data() + 8, sb.compaction_revision);
   return out;
 }
 
 absl::StatusOr<Superblock> DecodeSuperblock(std::string_view bytes) {
-  if (bytes.size() < format::kSuperblockSize || GetU32(bytes.data()) != format::kSuperblockMagic) {
+  if (bytes.size() < format::kSuperblockSize || DecodeFixed32LE(bytes.data()) != format::kSuperblockMagic) {
     return absl::InvalidArgumentError("not a kelp volume (bad superblock magic)");
   }
   if (static_cast<uint8_t>(bytes[4]) != format::kVersion) {
@@ -116,8 +99,7 @@ absl::StatusOr<Superblock> DecodeSuperblock(std::string_view bytes) {
   for (char c : sb.replication) {
     if (c < '0' || c > '9') return absl::InvalidArgumentError("bad replication in superblock");
   }
-  sb.compaction_revision =
-      static_cast<uint16_t>(static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8));
+  sb.compaction_revision = DecodeFixed16LE(bytes.data() + 8);
   return sb;
 }
 

@@ -60,10 +60,4 @@ std::string EncodeSuperblock(const Superblock& sb);
 // InvalidArgument if the bytes are not a superblock of a version this code reads.
 absl::StatusOr<Superblock> DecodeSuperblock(std::string_view bytes);
 
-// Little-endian helpers, shared with the tests.
-void PutU32(char* p, uint32_t v);
-void PutU64(char* p, uint64_t v);
-uint32_t GetU32(const char* p);
-uint64_t GetU64(const char* p);
-
 }  // namespace kelp::volume

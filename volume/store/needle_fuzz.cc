@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "shared/coding.h"
 #include "shared/hash.h"
 #include "shared/testing/fuzz_util.h"
 #include "volume/store/needle.h"
@@ -18,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (fix_checksum && buf.size() >= format::kHeaderSize) {
     NeedleHeader h = DecodeHeader(buf.data());
     if (!h.tombstone() && format::kHeaderSize + uint64_t{h.size} + format::kFooterSize <= buf.size()) {
-      PutU64(buf.data() + format::kHeaderSize + h.size,
+      kelp::EncodeFixed64LE(buf.data() + format::kHeaderSize + h.size,
              kelp::Hash64(buf.data() + format::kHeaderSize, h.size));
     }
   }

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "shared/coding.h"
 #include "shared/hash.h"
 
 using namespace kelp::volume;
@@ -73,7 +74,7 @@ TEST_CASE("truncated needles are rejected, never decoded") {
 
 TEST_CASE("an impossible size field is rejected") {
   std::string buf(64, '\0');
-  PutU32(buf.data() + format::kSizeOffset, format::kMaxDataSize + 1);
+  kelp::EncodeFixed32LE(buf.data() + format::kSizeOffset, format::kMaxDataSize + 1);
   CHECK(DecodeNeedle(buf).status().code() == absl::StatusCode::kDataLoss);
 }
 

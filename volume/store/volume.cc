@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "shared/coding.h"
 #include "shared/hash.h"
 #include "shared/log.h"
 #include "shared/metrics.h"
@@ -228,7 +229,7 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
     // Encode an empty needle to get header and footer, then fix the size field.
     std::string frame;
     EncodeNeedle(key, cookie, {}, res.checksum, NowNs(), &frame);
-    PutU32(frame.data() + format::kSizeOffset, res.size);
+    EncodeFixed32LE(frame.data() + format::kSizeOffset, res.size);
     head = frame.substr(0, format::kHeaderSize);
     tail = frame.substr(format::kHeaderSize, format::kFooterSize);
     tail.resize(len - format::kHeaderSize - data.size(), '\0');
@@ -464,8 +465,8 @@ absl::StatusOr<DecodedNeedle> Volume::Verify(const Handle& h, uint32_t cookie) c
   char footer[format::kFooterSize];
   s = ReadFully(*h.file, h.data_offset() + h.size, sizeof footer, footer);
   if (!s.ok()) return s.code() == absl::StatusCode::kDataLoss ? ChecksumFailure(s, h.key) : s;
-  n.checksum = GetU64(footer);
-  n.append_time_ns = GetU64(footer + 8);
+  n.checksum = DecodeFixed64LE(footer);
+  n.append_time_ns = DecodeFixed64LE(footer + 8);
   if (hasher.Digest() != n.checksum)
     return ChecksumFailure(absl::DataLossError("checksum mismatch"), h.key);
   return n;
