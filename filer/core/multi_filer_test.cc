@@ -228,7 +228,9 @@ TEST_CASE("two filers: random concurrent mutations keep dentries, inodes and nli
   for (auto& th : ts) th.join();
   for (const auto& s : surprises) UNSCOPED_INFO(s);
   CHECK(unexpected == 0);
-  CHECK(ok > per_thread);
+  // The workload did real work: how much of it succeeds depends on the interleaving (194 to
+  // 300-odd of the 800 in runs seen), so the bound only rules out "almost everything failed".
+  CHECK(ok > per_thread / 2);
   t.RequireConsistent();
   CHECK(t.a->InodeCount() == static_cast<int64_t>(CheckNamespace(t.kv(0))->inodes));
 }

@@ -106,7 +106,9 @@ test_untar_round_trips() {
   echo "filer calls for 100 files + 1 directory: $((after - before))"
   test $((after - before)) -le 205
   echo "lookups: $(($(calls "$MP1" Lookup) - lookups)), setattrs: $(($(calls "$MP1" SetAttr) - setattrs))"
-  test "$(calls "$MP1" Lookup)" = "$lookups"    # every negative lookup answered here
+  # Every negative lookup (101 new names) answered here; a loaded machine may take over the
+  # 1 s entry timeout, and the kernel then revalidates "untar" or "sub" with a positive lookup.
+  test $(($(calls "$MP1" Lookup) - lookups)) -le 2
   test $(($(calls "$MP1" SetAttr) - setattrs)) -le 3  # the directory's owner, mode and times
   diff -r src untar/.   # bytes
   test "$(stat -c '%a %Y' untar/sub/f7)" = "640 $(date -d '2001-02-03 04:05:06' +%s)"
