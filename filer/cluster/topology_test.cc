@@ -1,5 +1,6 @@
 #include "filer/cluster/topology.h"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <set>
@@ -41,11 +42,12 @@ class FakeAdmin : public VolumeAdmin {
   std::map<std::string, std::vector<std::string>> deleted;
 };
 
-// A clock the test moves by hand.
+// A clock the test moves by hand (Advance); the topology's liveness thread reads it too.
 struct FakeClock {
-  std::chrono::steady_clock::time_point t = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  std::atomic<int64_t> ns{std::chrono::nanoseconds(std::chrono::hours(1)).count()};
+  void Advance(std::chrono::milliseconds d) { ns += std::chrono::nanoseconds(d).count(); }
   std::function<std::chrono::steady_clock::time_point()> Fn() {
-    return [this] { return t; };
+    return [this] { return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns.load())); };
   }
 };
 
@@ -130,7 +132,7 @@ TEST_CASE("full and dead volumes are not assigned, a dead replica makes its volu
   REQUIRE(second.ok());
   CHECK(FileId::Parse(second->fid())->volume_id != vid);
   // Server b stops heartbeating: 001 volumes cannot be written anywhere, but reads go to a.
-  clock.t += std::chrono::milliseconds(120);
+  clock.Advance(std::chrono::milliseconds(120));
   topo.Heartbeat(a);
   topo.CheckLiveness();
   CHECK_FALSE(topo.HasWritable("", "001"));
@@ -229,7 +231,7 @@ TEST_CASE("assign picks among exactly the writable volumes of its layout as they
   }
   CHECK(assigned(300) == all);
   // Every server now reports its volumes; one volume of the default layout is full.
-  clock.t += std::chrono::milliseconds(40);  // past the allocation grace
+  clock.Advance(std::chrono::milliseconds(40));  // past the allocation grace
   uint32_t full = *all.begin();
   // Every server reports its volumes, each of size_of(vid) bytes, padded to pad_to volumes with
   // full ones of another collection.
@@ -262,7 +264,7 @@ TEST_CASE("assign picks among exactly the writable volumes of its layout as they
   CHECK(assigned(300) == expect);
   // The server of another volume stops heartbeating: its volumes leave the list.
   std::string dead = server_of[*expect.rbegin()];
-  clock.t += std::chrono::milliseconds(100);
+  clock.Advance(std::chrono::milliseconds(100));
   for (auto& h : hb) {
     if ("127.0.0.1:" + std::to_string(h.port()) != dead) topo.Heartbeat(h);
   }
@@ -283,10 +285,10 @@ TEST_CASE("assign picks among exactly the writable volumes of its layout as they
   CHECK(assigned(300) == all);
   // Every server full and one dead: a full cluster is ENOSPC, not "unavailable".
   for (auto& h : hb) h.set_max_volumes(3);
-  clock.t += std::chrono::milliseconds(100);
+  clock.Advance(std::chrono::milliseconds(100));
   report_sized([](uint32_t) -> uint64_t { return 5000; }, 3);  // every slot taken, every volume full
   // Then one of them stops heartbeating.
-  clock.t += std::chrono::milliseconds(100);
+  clock.Advance(std::chrono::milliseconds(100));
   for (auto& h : hb) {
     if ("127.0.0.1:" + std::to_string(h.port()) != dead) topo.Heartbeat(h);
   }
