@@ -200,22 +200,24 @@ absl::Status Topology::NoRoomLocked(absl::Status why, const std::string& collect
   // Room that exists on servers taken for dead: free volume slots, or a volume of this layout
   // below the size limit. The write fails because they are unreachable, not because the
   // cluster is full: UNAVAILABLE (EIO to a mount), not ENOSPC.
+  auto takes_writes = [&](const std::string& url, uint32_t vid) {
+    auto it = volumes_.find(vid);
+    if (it == volumes_.end() || it->second.collection != collection || it->second.replication != replication) {
+      return false;
+    }
+    auto r = it->second.replicas.find(url);
+    return r != it->second.replicas.end() && !r->second.read_only() && r->second.size() < opts_.volume_size_limit;
+  };
   std::vector<std::string> down;
   for (const auto& [url, s] : servers_) {
     if (s.alive) continue;
-    bool room = static_cast<int>(s.last.max_volumes()) > static_cast<int>(s.volumes.size());
-    for (uint32_t vid : s.volumes) {
-      auto it = volumes_.find(vid);
-      if (room || it == volumes_.end()) continue;
-      const Volume& v = it->second;
-      auto r = v.replicas.find(url);
-      room = v.collection == collection && v.replication == replication && r != v.replicas.end() &&
-             !r->second.read_only() && r->second.size() < opts_.volume_size_limit;
-    }
+    bool room = static_cast<int>(s.last.max_volumes()) > static_cast<int>(s.volumes.size()) ||
+                std::any_of(s.volumes.begin(), s.volumes.end(), [&](uint32_t vid) { return takes_writes(url, vid); });
     if (room) down.push_back(url);
   }
   if (down.empty()) return why;
-  return absl::UnavailableError(StrCat(why.message(), "; volume servers with room are down: ", fmt::format("{}", fmt::join(down, ", "))));
+  return absl::UnavailableError(
+      StrCat(why.message(), "; volume servers with room are down: ", fmt::format("{}", fmt::join(down, ", "))));
 }
 
 void Topology::EraseVolumeLocked(std::map<uint32_t, Volume>::iterator it) {
