@@ -19,6 +19,9 @@ class ClusterApi {
   // Reserves count consecutive needle keys on a writable volume.
   virtual absl::StatusOr<cluster::AssignResponse> Assign(const cluster::AssignRequest& req) = 0;
   virtual absl::StatusOr<cluster::LookupVolumeResponse> LookupVolume(const cluster::LookupVolumeRequest& req) = 0;
+  // Whether LookupVolume may wait (a round trip to another filer, or heartbeats the
+  // coordinator still expects): callers on an event loop then answer it on a worker.
+  virtual bool LookupMayWait() { return false; }
 
   struct Capacity {
     uint64_t total_bytes = 0;

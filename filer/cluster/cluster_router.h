@@ -29,6 +29,7 @@ class ClusterRouter : public ClusterApi {
   Capacity GetCapacity() override;
   std::vector<absl::Status> DeleteBlobs(const std::vector<std::string>& fids) override;
   bool IsCoordinator() override { return lease_->IsHolder(); }
+  bool LookupMayWait() override { return !lease_->IsHolder() || local_->LookupMayWait(); }
 
   // gRPC metadata key on requests one filer forwards to another.
   static constexpr std::string_view kForwardedHeader = "kelp-forwarded-by";

@@ -76,6 +76,16 @@ void Topology::HoldGrowthFor(std::chrono::milliseconds d) {
   grown_.NotifyAll();
 }
 
+void Topology::AwaitVolumesFor(std::chrono::milliseconds d) {
+  MutexLock lock(mu_);
+  await_volumes_until_ = std::chrono::steady_clock::now() + d;
+}
+
+bool Topology::LookupMayWait() {
+  MutexLock lock(mu_);
+  return std::chrono::steady_clock::now() < await_volumes_until_;
+}
+
 std::string Topology::LayoutKey(const std::string& collection, const std::string& replication) {
   return collection + "/" + replication;
 }
@@ -384,21 +394,30 @@ absl::Status Topology::Grow(const std::string& collection, const Replication& re
 absl::StatusOr<cluster::LookupVolumeResponse> Topology::LookupVolume(const cluster::LookupVolumeRequest& req) {
   cluster::LookupVolumeResponse resp;
   MutexLock lock(mu_);
-  for (uint32_t vid : req.volume_ids()) {
-    auto* out = resp.add_volumes();
-    out->set_volume_id(vid);
-    auto it = volumes_.find(vid);
-    if (it == volumes_.end()) {
-      out->set_error(StrCat("volume ", vid, " not found"));
-      continue;
+  for (;;) {
+    resp.Clear();
+    bool unknown = false;
+    for (uint32_t vid : req.volume_ids()) {
+      auto* out = resp.add_volumes();
+      out->set_volume_id(vid);
+      auto it = volumes_.find(vid);
+      if (it == volumes_.end()) {
+        out->set_error(StrCat("volume ", vid, " not found"));
+        unknown = true;
+        continue;
+      }
+      for (const auto& [url, info] : it->second.replicas) {
+        auto s = servers_.find(url);
+        if (s != servers_.end() && s->second.alive) *out->add_locations() = LocationOf(url);
+      }
+      if (out->locations_size() == 0) {
+        out->set_error(StrCat("volume ", vid, " has no live replica"));
+        unknown = true;
+      }
     }
-    for (const auto& [url, info] : it->second.replicas) {
-      auto s = servers_.find(url);
-      if (s != servers_.end() && s->second.alive) *out->add_locations() = LocationOf(url);
-    }
-    if (out->locations_size() == 0) out->set_error(StrCat("volume ", vid, " has no live replica"));
+    if (!unknown || std::chrono::steady_clock::now() >= await_volumes_until_) return resp;
+    grown_.WaitUntil(lock, await_volumes_until_);  // heartbeats wake it
   }
-  return resp;
 }
 
 ClusterApi::Capacity Topology::GetCapacity() {

@@ -70,6 +70,12 @@ class Topology : public ClusterApi {
   // growing new volumes: a filer that just became the coordinator knows no volumes until the
   // volume servers have found it.
   void HoldGrowthFor(std::chrono::milliseconds d);
+  // For a while, a LookupVolume of a volume no live server has reported waits for heartbeats
+  // (until one reports it, or the while ends) rather than answering "not found": a filer that
+  // just started, or just became the coordinator, knows no volumes until the volume servers
+  // have found it, and a reader must not see EIO for a blob that is there.
+  void AwaitVolumesFor(std::chrono::milliseconds d);
+  bool LookupMayWait() override;
   // Allocates count new volumes of a layout now (SeaweedFS's volume.grow). OK if at least one
   // could be placed.
   absl::Status GrowVolumes(const std::string& collection, const std::string& replication, int count);
@@ -139,12 +145,13 @@ class Topology : public ClusterApi {
   // Lock order: mu_, then the SequenceAllocators' (leaf) mutexes; stop_mu_ is a leaf never
   // held with mu_. No RPC is made under mu_ (Grow releases it first).
   mutable Mutex mu_;
-  CondVar grown_;  // signalled when a growth finishes
+  CondVar grown_;  // signalled when a growth finishes and on every heartbeat
   std::map<std::string, Server> servers_ ABSL_GUARDED_BY(mu_);  // by url (ip:port)
   std::map<uint32_t, Volume> volumes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Layout> layouts_ ABSL_GUARDED_BY(mu_);  // by LayoutKey
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point no_grow_until_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point await_volumes_until_ ABSL_GUARDED_BY(mu_);
 
   Mutex stop_mu_;
   CondVar stop_cv_;

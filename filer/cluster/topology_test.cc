@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -187,6 +188,42 @@ TEST_CASE("keys stay unique across a filer restart and above what volumes report
   auto key = FileId::Parse(r->fid())->key;
   CHECK(key > last_key);
   CHECK(key > 5000000);
+}
+
+TEST_CASE("after a start, a lookup of a volume not yet reported waits for the heartbeat that reports it") {
+  auto kv = NewMemoryKvStore();
+  FakeAdmin admin;
+  Topology topo({}, kv.get(), &admin);
+  REQUIRE(topo.Start().ok());
+  cluster::LookupVolumeRequest req;
+  req.add_volume_ids(3);
+  // Without a window a volume nobody reported is not found at once.
+  CHECK_FALSE(topo.LookupMayWait());
+  CHECK(topo.LookupVolume(req)->volumes(0).error() == "volume 3 not found");
+
+  // The filer restarted: its volume servers have not found it yet. A reader's lookup waits
+  // for the heartbeat that reports the volume rather than failing.
+  topo.AwaitVolumesFor(std::chrono::seconds(60));
+  CHECK(topo.LookupMayWait());
+  absl::StatusOr<cluster::LookupVolumeResponse> got;
+  std::thread reader([&] { got = topo.LookupVolume(req); });
+  topo.Heartbeat(Hb(8080));  // another server, without it: the reader goes on waiting
+  auto hb = Hb(8081);
+  hb.add_volumes()->set_id(3);
+  topo.Heartbeat(hb);
+  reader.join();
+  REQUIRE(got.ok());
+  REQUIRE(got->volumes_size() == 1);
+  CHECK(got->volumes(0).error().empty());
+  REQUIRE(got->volumes(0).locations_size() == 1);
+  CHECK(got->volumes(0).locations(0).url() == "127.0.0.1:8081");
+
+  // A volume that never shows up is reported missing when the window ends.
+  topo.AwaitVolumesFor(std::chrono::milliseconds(50));
+  cluster::LookupVolumeRequest gone;
+  gone.add_volume_ids(9);
+  CHECK(topo.LookupVolume(gone)->volumes(0).error() == "volume 9 not found");
+  CHECK_FALSE(topo.LookupMayWait());
 }
 
 TEST_CASE("assign picks among exactly the writable volumes of its layout as they change") {

@@ -196,6 +196,9 @@ void FilerRpcService::AddDataMethods() {
       [this](const cluster::LookupVolumeRequest& req, cluster::LookupVolumeResponse* resp) -> absl::Status {
         ASSIGN_OR_RETURN(*resp, core_->cluster()->LookupVolume(req));
         return absl::OkStatus();
+      },
+      [this](const cluster::LookupVolumeRequest&) {
+        return core_->cluster()->LookupMayWait() ? Exec::kWorker : Exec::kInline;
       });
 }
 

@@ -94,7 +94,9 @@ absl::Status FilerServer::Start() {
   };
   lopts.on_change = [this, pulse = opts_.pulse_ms](bool holder) {
     // Volume servers find a new coordinator within a pulse or two; until they have, do not
-    // grow volumes it merely has not heard of yet.
+    // grow volumes it merely has not heard of yet, and do not tell readers that volumes it
+    // has not heard of yet do not exist.
+    if (holder) topology_->AwaitVolumesFor(std::chrono::milliseconds(3 * pulse));
     if (holder && kv_->shared()) topology_->HoldGrowthFor(std::chrono::milliseconds(3 * pulse));
     if (holder && core_) core_->gc().Wake();
   };
