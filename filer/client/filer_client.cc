@@ -109,6 +109,9 @@ absl::StatusOr<Resp> FilerClient::Call(FilerMethod m, const Req& req, Kind kind)
   absl::Status s;
   if (channels_.size() == 1) {
     rpc::Channel& channel = *channels_[0];
+    // A connection the filer closed (it restarted since the last call) is made afresh before
+    // anything is sent on it, so that even a mutation, which is never sent twice, goes through.
+    channel.DropIfClosed();
     s = channel.Call(MethodNumber(m), req, &resp, opts_.rpc_timeout);
     if (kind == Kind::kRead && s.code() == absl::StatusCode::kUnavailable) {
       // The connection failed (a filer restart): a read may be asked again on a fresh one.

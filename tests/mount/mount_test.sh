@@ -305,6 +305,31 @@ test_two_mounts() {
 }
 check two_mounts
 
+# A filer restarted knows no volumes until the volume servers find it again: a read in that
+# moment waits for them instead of failing EIO. The reader is a mount without a cache that
+# never looked the volume up; the volume server is held stopped across the restart, so the
+# read is asked before it can report.
+test_filer_restart_reads() {
+  local vp R=$T/mnt3
+  head -c 3000000 /dev/urandom >restart.bin
+  sync restart.bin
+  do_mount "$R" -cacheCapacityMB=0
+  vp=$(cat "$S/volume.pid")
+  kill -STOP "$vp"
+  kill -KILL "$(cat "$S/filer.pid")"
+  within 10 '! kill -0 "$(cat "$S/filer.pid")" 2>/dev/null'
+  start_filer
+  echo 3 >/proc/sys/vm/drop_caches
+  cmp restart.bin "$R/restart.bin" >"$T/restart.cmp" 2>&1 &
+  local reader=$!
+  kill -CONT "$vp"
+  wait "$reader" || { cat "$T/restart.cmp"; exit 1; }
+  cd /
+  do_unmount "$R"
+  rm "$M/restart.bin"
+}
+check filer_restart_reads
+
 test_sigterm_flushes() {
   # A writer still holds the file open (nothing closed it) when the mount is told to stop.
   rm -f "$T/pending.written"
