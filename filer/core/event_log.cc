@@ -473,8 +473,11 @@ absl::Status EventLog::Trim() {
     floor_ = std::max(floor_, stored);
     return absl::OkStatus();
   }
+  // From the stored floor, not this filer's: everything below the stored floor is gone (the
+  // batch that stored it deleted it), while this filer's may be ahead of it (a floor polled
+  // from another filer's trim that was not committed, or our own last failed one).
   WriteBatch b;
-  b.DeleteRange(keys::EventKey(std::max(stored, floor)), keys::EventKey(new_floor));
+  b.DeleteRange(keys::EventKey(stored), keys::EventKey(new_floor));
   std::string v;
   PutFixed64BE(&v, new_floor);
   b.Put(keys::MetaKey(keys::kEventFloorName), v);
@@ -484,7 +487,14 @@ absl::Status EventLog::Trim() {
     MutexLock lock(mu_);
     floor_ = new_floor;
   }
-  return txn->Commit(b, false);
+  absl::Status s = txn->Commit(b, false);
+  if (!s.ok()) {
+    // Nothing was deleted: the floor is what it was (readers that reset meanwhile skipped
+    // only old events, which is what a reset means).
+    MutexLock lock(mu_);
+    floor_ = std::max(floor, stored);
+  }
+  return s;
 }
 
 EventSubscription::EventSubscription(EventLog* log, KvStore* kv, Clock* clock, uint64_t cursor,

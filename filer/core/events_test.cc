@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "filer/core/test_util.h"
+#include "filer/store/keys.h"
 
 using namespace kelp::filer;
 using namespace kelp::filer::testing;
@@ -137,6 +138,31 @@ TEST_CASE("retention: a subscriber behind the floor gets EVENT_RESET") {
   auto f = Drain(**future);
   REQUIRE(f.size() == 1);
   CHECK(f[0].name() == "after");
+}
+
+TEST_CASE("a trim that failed to commit leaves no event below the floor once the next one does") {
+  Harness h(KELP_BACKENDS, [](FilerOptions& o) { o.event_retention_count = 10; });
+  for (int i = 0; i < 30; ++i) h.Mkfile(1, "a" + std::to_string(i));
+  // The trim's batch (it writes the floor) fails, as a conflict with another filer's trim or
+  // a full disk would make it.
+  const std::string floor_key = keys::MetaKey(keys::kEventFloorName);
+  h.counting->SetFailCommit([&](const WriteBatch& b) {
+    for (const auto& op : b.ops()) {
+      if (op.key == floor_key) return absl::AbortedError("conflict");
+    }
+    return absl::OkStatus();
+  });
+  h.fs->RunMaintenance();
+  CHECK(h.fs->events().floor() == 1);  // nothing trimmed: the floor stays
+  h.counting->SetFailCommit(nullptr);
+  for (int i = 0; i < 30; ++i) h.Mkfile(1, "b" + std::to_string(i));
+  h.fs->RunMaintenance();
+  uint64_t floor = h.fs->events().floor();
+  CHECK(floor > 40);
+  // Every event below the floor went with the trim (fsck checks that too).
+  auto it = h.kv->Scan(keys::EventKey(0), keys::EventKey(floor), 100);
+  CHECK_FALSE(it->Valid());
+  h.RequireConsistent();
 }
 
 TEST_CASE("retention by age") {

@@ -130,7 +130,8 @@ class FakeCluster : public ClusterApi {
   int delete_calls_ = 0;
 };
 
-// Forwards to a store and remembers the size of the last batch written.
+// Forwards to a store and remembers the size of the last batch written; fail_commit, when
+// set, may refuse a batch (a conflict, a full disk) before it reaches the store.
 class CountingKvStore;
 class CountingTxn : public KvTxn {
  public:
@@ -163,7 +164,17 @@ class CountingKvStore : public KvStore {
   absl::Status Write(const WriteBatch& batch, bool sync) override {
     last_batch_ = Writes(batch);
     ++writes_;
+    RETURN_IF_ERROR(Refused(batch));
     return base_->Write(batch, sync);
+  }
+  // Non-OK: the batch fails with that status and changes nothing.
+  absl::Status Refused(const WriteBatch& batch) {
+    MutexLock lock(fail_mu_);
+    return fail_commit_ ? fail_commit_(batch) : absl::OkStatus();
+  }
+  void SetFailCommit(std::function<absl::Status(const WriteBatch&)> fn) {
+    MutexLock lock(fail_mu_);
+    fail_commit_ = std::move(fn);
   }
   using KvStore::Scan;
   std::unique_ptr<KvIterator> Scan(std::string_view begin, std::string_view end,
@@ -186,11 +197,14 @@ class CountingKvStore : public KvStore {
 
  private:
   KvStore* base_;
+  Mutex fail_mu_;
+  std::function<absl::Status(const WriteBatch&)> fail_commit_ ABSL_GUARDED_BY(fail_mu_);
 };
 
 inline absl::Status CountingTxn::Commit(const WriteBatch& batch, bool sync) {
   owner_->last_batch_ = CountingKvStore::Writes(batch);
   ++owner_->writes_;
+  RETURN_IF_ERROR(owner_->Refused(batch));
   return base_->Commit(batch, sync);
 }
 
