@@ -410,10 +410,8 @@ absl::StatusOr<cluster::LookupVolumeResponse> Topology::LookupVolume(const clust
         auto s = servers_.find(url);
         if (s != servers_.end() && s->second.alive) *out->add_locations() = LocationOf(url);
       }
-      if (out->locations_size() == 0) {
-        out->set_error(StrCat("volume ", vid, " has no live replica"));
-        unknown = true;
-      }
+      // Known, but every server holding it went silent: that answer does not wait.
+      if (out->locations_size() == 0) out->set_error(StrCat("volume ", vid, " has no live replica"));
     }
     if (!unknown || std::chrono::steady_clock::now() >= await_volumes_until_) return resp;
     grown_.WaitUntil(lock, await_volumes_until_);  // heartbeats wake it

@@ -70,10 +70,11 @@ class Topology : public ClusterApi {
   // growing new volumes: a filer that just became the coordinator knows no volumes until the
   // volume servers have found it.
   void HoldGrowthFor(std::chrono::milliseconds d);
-  // For a while, a LookupVolume of a volume no live server has reported waits for heartbeats
+  // For a while, a LookupVolume of a volume no server has reported yet waits for heartbeats
   // (until one reports it, or the while ends) rather than answering "not found": a filer that
   // just started, or just became the coordinator, knows no volumes until the volume servers
-  // have found it, and a reader must not see EIO for a blob that is there.
+  // have found it, and a reader must not see EIO for a blob that is there. A volume whose
+  // servers were seen and went silent is answered at once ("no live replica").
   void AwaitVolumesFor(std::chrono::milliseconds d);
   bool LookupMayWait() override;
   // Allocates count new volumes of a layout now (SeaweedFS's volume.grow). OK if at least one

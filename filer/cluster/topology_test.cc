@@ -226,6 +226,30 @@ TEST_CASE("after a start, a lookup of a volume not yet reported waits for the he
   CHECK_FALSE(topo.LookupMayWait());
 }
 
+TEST_CASE("in that window a volume whose server went silent is answered at once") {
+  auto kv = NewMemoryKvStore();
+  FakeAdmin admin;
+  FakeClock clock;
+  Topology::Options o;
+  o.now = clock.Fn();
+  o.dead_after_ms = 1000;
+  Topology topo(o, kv.get(), &admin);
+  REQUIRE(topo.Start().ok());
+  auto hb = Hb(8080);
+  hb.add_volumes()->set_id(5);
+  topo.Heartbeat(hb);
+  clock.Advance(std::chrono::seconds(2));
+  topo.CheckLiveness();
+  topo.AwaitVolumesFor(std::chrono::hours(1));
+  cluster::LookupVolumeRequest req;
+  req.add_volume_ids(5);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = topo.LookupVolume(req);  // would wait the hour if it waited at all
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+  REQUIRE(r.ok());
+  CHECK(r->volumes(0).error() == "volume 5 has no live replica");
+}
+
 TEST_CASE("assign picks among exactly the writable volumes of its layout as they change") {
   auto kv = NewMemoryKvStore();
   FakeAdmin admin;
