@@ -109,6 +109,7 @@ struct PendingCall {
   bool stream = false;
   bool done = false;       // the final frame came, or the call failed
   bool waiting = false;    // a thread sleeps on cv
+  bool reading = false;    // its waiting thread reads the socket for everyone
   absl::Status status;
   std::string reply;
   std::deque<std::string> items;  // stream messages not taken yet
@@ -220,10 +221,12 @@ class ClientConn {
       }
       if (!reading_) {
         reading_ = true;
+        call->reading = true;
         lock.Unlock();
         absl::Status s = ReadOnce();
         lock.Lock();
         reading_ = false;
+        call->reading = false;
         if (!s.ok()) FailLocked(s);
         continue;
       }
@@ -476,6 +479,12 @@ bool ClientStream::Next(google::protobuf::MessageLite* message) {
 }
 
 absl::Status ClientStream::Finish() { return end_; }
+
+bool ClientStream::blocked() {
+  bool b = false;
+  conn_->WithLock([&] { b = call_->waiting || call_->reading; });
+  return b;
+}
 
 void ClientStream::Cancel() {
   bool send = false;

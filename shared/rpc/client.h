@@ -54,6 +54,9 @@ class ClientStream {
   absl::Status Finish();
   // Ends the stream from any thread; a blocked Next returns false.
   void Cancel();
+  // Whether a thread is blocked in Next() now, waiting for a message (tests use it to cancel
+  // a reader that is surely waiting).
+  bool blocked();
 
  private:
   friend class Channel;

@@ -206,7 +206,8 @@ TEST_CASE("rpc: streams deliver every message in order, end cleanly, and can be 
   REQUIRE(f.ok());
   REQUIRE((*f)->Next(&v));
   std::thread canceller([&] {
-    std::this_thread::sleep_for(50ms);
+    // Once the reader is blocked in Next (the server sends nothing more), not before.
+    while (!(*f)->blocked()) std::this_thread::sleep_for(1ms);
     (*f)->Cancel();
   });
   CHECK_FALSE((*f)->Next(&v));
