@@ -18,7 +18,7 @@
 #include "shared/file_id.h"
 #include "shared/http/http_client.h"
 #include "shared/strings.h"
-#include "tests/harness/harness.h"
+#include "tests/harness/cluster.h"
 
 using namespace kelp;
 using namespace kelp::testing;
@@ -26,84 +26,33 @@ using nlohmann::json;
 
 namespace {
 
-struct VolumeProc {
-  int port = 0;
-  int grpc_port = 0;
-  std::string dir;
-  std::string rack;
-  std::unique_ptr<Process> proc;
-  std::string addr() const { return StrCat("127.0.0.1:", port); }
-};
-
-class Cluster {
+// Volume servers on one rack, and blob-level helpers over the filer's master API.
+class Cluster : public TestCluster {
  public:
   explicit Cluster(int volumes, int volume_size_limit_mb = 1000, int max_volumes = 8)
-      : limit_mb_(volume_size_limit_mb), max_volumes_(max_volumes) {
-    filer_port_ = FreePort();
-    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.file("filer")), StrCat("-port=", filer_port_),
-                             StrCat("-volumeSizeLimitMB=", volume_size_limit_mb), "-pulseMs=300"},
-                            tmp_.file("filer.log"));
-    REQUIRE(f.ok());
-    filer_ = std::move(*f);
-    REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
-    for (int i = 0; i < volumes; ++i) {
-      VolumeProc v;
-      v.port = FreePort();
-      v.grpc_port = v.port + 10000;
-      v.dir = tmp_.file(StrCat("vol", i));
-      v.rack = "rack1";
-      volumes_.push_back(std::move(v));
-      StartVolume(i);
-    }
-    REQUIRE(WaitFor([&] { return AliveServers() == volumes; }, std::chrono::seconds(20)));
+      : TestCluster(Make(volumes, volume_size_limit_mb, max_volumes)) {}
+
+  static Options Make(int volumes, int volume_size_limit_mb, int max_volumes) {
+    Options o;
+    o.volumes = volumes;
+    o.filer_flags = {StrCat("-volumeSizeLimitMB=", volume_size_limit_mb), "-pulseMs=300"};
+    o.volume_flags = {StrCat("-max=", max_volumes), StrCat("-volumeSizeLimitMB=", volume_size_limit_mb),
+                      "-rack=rack1", "-fileSizeLimitMB=4"};
+    o.name = "kelp-cluster-test";
+    return o;
   }
 
-  ~Cluster() {
-    for (auto& v : volumes_) {
-      if (v.proc) v.proc->Stop();
-    }
-    if (filer_) filer_->Stop();
-  }
-
-  std::string filer() const { return StrCat("127.0.0.1:", filer_port_); }
-
-  void StartVolume(int i) {
-    auto& v = volumes_[i];
-    std::filesystem::create_directories(v.dir);
-    auto p = Process::Start({KelpBinary(), "volume", StrCat("-dir=", v.dir), StrCat("-port=", v.port),
-                             StrCat("-port.grpc=", v.grpc_port), StrCat("-filer=", filer()), StrCat("-max=", max_volumes_),
-                             StrCat("-volumeSizeLimitMB=", limit_mb_), StrCat("-rack=", v.rack), "-fileSizeLimitMB=4"},
-                            tmp_.file(StrCat("vol", i, ".log")));
-    REQUIRE(p.ok());
-    v.proc = std::move(*p);
-    REQUIRE(WaitForHttp(v.addr(), "/status", std::chrono::seconds(20)));
-  }
-
-  void KillVolume(int i) { volumes_[i].proc->Kill(); }
-  VolumeProc& volume(int i) { return volumes_[i]; }
-
-  json Status() {
-    auto r = client_.Get(filer(), "/status");
-    if (!r.ok() || r->status != 200) return json::object();
-    return json::parse(r->body, nullptr, false);
-  }
-
-  int AliveServers() {
-    json s = Status();
-    int n = 0;
-    if (!s.contains("topology")) return 0;
-    for (const auto& srv : s["topology"]["servers"]) n += srv["alive"].get<bool>() ? 1 : 0;
-    return n;
-  }
+  int AliveServers() { return AliveVolumes(); }
+  http::HttpClient& client() { return http(); }
 
   // Assign + upload; returns the fid or an error.
   absl::StatusOr<std::string> Write(const std::string& data, const std::string& replication = "") {
-    auto a = client_.Get(filer(), StrCat("/dir/assign?replication=", replication));
+    auto a = http().Get(filer(), StrCat("/dir/assign?replication=", replication));
     if (!a.ok()) return a.status();
     if (a->status != 200) return absl::UnavailableError(StrCat("assign: ", a->status, " ", a->body));
     json j = json::parse(a->body);
     std::string fid = j["fid"], url = j["url"];
-    auto p = client_.Do("PUT", url, "/" + fid, {}, data);
+    auto p = http().Do("PUT", url, "/" + fid, {}, data);
     if (!p.ok()) return p.status();
     if (p->status != 201) return absl::UnavailableError(StrCat("upload: ", p->status, " ", p->body));
     return fid;
@@ -111,29 +60,18 @@ class Cluster {
 
   // Reads through any live location the filer knows.
   absl::StatusOr<std::string> Read(const std::string& fid) {
-    auto l = client_.Get(filer(), StrCat("/dir/lookup?volumeId=", fid));
+    auto l = http().Get(filer(), StrCat("/dir/lookup?volumeId=", fid));
     if (!l.ok()) return l.status();
     if (l->status != 200) return absl::NotFoundError(StrCat("lookup ", fid, ": ", l->body));
     absl::Status last = absl::NotFoundError(StrCat("no locations in ", l->body));
     json reply = json::parse(l->body);
     for (const auto& loc : reply["locations"]) {
-      auto g = client_.Get(loc["url"].get<std::string>(), "/" + fid);
+      auto g = http().Get(loc["url"].get<std::string>(), "/" + fid);
       if (g.ok() && g->status == 200) return g->body;
       last = g.ok() ? absl::UnavailableError(StrCat("GET ", fid, ": ", g->status)) : g.status();
     }
     return last;
   }
-
-  http::HttpClient& client() { return client_; }
-
- private:
-  TempDir tmp_;
-  int limit_mb_;
-  int max_volumes_;
-  int filer_port_ = 0;
-  std::unique_ptr<Process> filer_;
-  std::vector<VolumeProc> volumes_;
-  http::HttpClient client_{http::HttpClient::Options{.connect_timeout_ms = 1000, .io_timeout_ms = 10000}};
 };
 
 }  // namespace
@@ -277,7 +215,7 @@ TEST_CASE("bad input gets 4xx and the volume server stays up") {
   std::string data = "hello kelp";
   auto fid = c.Write(data);
   REQUIRE(fid.ok());
-  std::string url = c.volume(0).addr();
+  std::string url = c.volume(0);
   auto& h = c.client();
   CHECK(h.Get(url, "/not-a-fid")->status == 400);
   CHECK(h.Get(url, "/3,zz")->status == 400);
@@ -305,7 +243,7 @@ TEST_CASE("bad input gets 4xx and the volume server stays up") {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_port = htons(c.volume(0).port);
+    a.sin_port = htons(c.volume_port(0));
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
     REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
     timeval tv{5, 0};

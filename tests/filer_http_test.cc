@@ -14,7 +14,7 @@
 
 #include "shared/http/http_client.h"
 #include "shared/strings.h"
-#include "tests/harness/harness.h"
+#include "tests/harness/cluster.h"
 
 using namespace kelp;
 using namespace kelp::testing;
@@ -24,57 +24,31 @@ namespace {
 
 constexpr size_t kMiB = 1 << 20;
 
-class FilerCluster {
+// A filer with blobs of 1 MiB and a volume server; requests to the filer's HTTP API.
+class FilerCluster : public TestCluster {
  public:
-  FilerCluster() {
-    filer_port_ = FreePort();
-    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.file("filer")),
-                             StrCat("-port=", filer_port_), "-maxMB=1", "-pulseMs=300"},
-                            tmp_.file("filer.log"));
-    REQUIRE(f.ok());
-    filer_ = std::move(*f);
-    REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
-    int vport = FreePort();
-    std::filesystem::create_directories(tmp_.file("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.file("vol")),
-                             StrCat("-port=", vport), StrCat("-port.grpc=", vport + 10000),
-                             StrCat("-filer=", filer()), "-max=8", "-fileSizeLimitMB=4"},
-                            tmp_.file("vol.log"));
-    REQUIRE(v.ok());
-    volume_ = std::move(*v);
-    REQUIRE(WaitForLiveVolume(filer(), std::chrono::seconds(20)));
-  }
-  ~FilerCluster() {
-    volume_->Stop();
-    filer_->Stop();
+  FilerCluster()
+      : TestCluster(Make()) {}
+  static Options Make() {
+    Options o;
+    o.filer_flags = {"-maxMB=1", "-pulseMs=300"};
+    o.volume_flags = {"-max=8", "-fileSizeLimitMB=4"};
+    o.name = "kelp-filer-http";
+    return o;
   }
 
-  std::string filer() const { return StrCat("127.0.0.1:", filer_port_); }
-  int port() const { return filer_port_; }
-  bool FilerRunning() { return filer_->Running(); }
-
-  json Status() {
-    auto r = client_.Get(filer(), "/status");
-    if (!r.ok() || r->status != 200) return json::object();
-    return json::parse(r->body, nullptr, false);
-  }
+  int port() const { return filer_port(); }
+  bool FilerRunning() { return TestCluster::FilerRunning(0); }
 
   http::ClientResponse Do(std::string_view method, std::string_view target,
                           std::string_view body = {}, const http::Headers& headers = {}) {
-    auto r = client_.Do(method, filer(), target, headers, body);
+    auto r = http().Do(method, filer(), target, headers, body);
     REQUIRE(r.ok());
     return std::move(*r);
   }
   http::ClientResponse Get(std::string_view target, const http::Headers& headers = {}) {
     return Do("GET", target, {}, headers);
   }
-
- private:
-  TempDir tmp_{"kelp-filer-http"};
-  int filer_port_ = 0;
-  std::unique_ptr<Process> filer_;
-  std::unique_ptr<Process> volume_;
-  http::HttpClient client_;
 };
 
 // One cluster for every case of this binary.

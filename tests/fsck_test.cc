@@ -23,7 +23,7 @@
 #include "shared/file_id.h"
 #include "shared/status.h"
 #include "shared/strings.h"
-#include "tests/harness/harness.h"
+#include "tests/harness/cluster.h"
 #include "volume/client/volume_client.h"
 
 using namespace kelp;
@@ -34,49 +34,24 @@ using nlohmann::json;
 
 namespace {
 
-class FilerAndVolume {
+// A filer and a volume server (no vacuum: the test runs it), and the fsck tool on the
+// filer's store.
+class FilerAndVolume : public TestCluster {
  public:
-  FilerAndVolume() {
-    filer_port_ = FreePort();
-    volume_port_ = FreePort();
-    StartFiler();
-    std::filesystem::create_directories(tmp_.file("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.file("vol")),
-                             StrCat("-port=", volume_port_), StrCat("-port.grpc=", volume_port_ + 10000),
-                             StrCat("-filer=", filer()), "-vacuumIntervalSec=0", "-logLevel=warn"},
-                            tmp_.file("vol.log"));
-    REQUIRE(v.ok());
-    volume_ = std::move(*v);
-    REQUIRE(WaitForHttp(volume(), "/status", std::chrono::seconds(20)));
-    WaitVolumeAlive();
-  }
-  ~FilerAndVolume() {
-    if (volume_) volume_->Stop();
-    if (filer_) filer_->Stop();
+  FilerAndVolume()
+      : TestCluster(Make()) {}
+  static Options Make() {
+    Options o;
+    o.filer_flags = {"-pulseMs=200", "-logLevel=warn"};
+    o.volume_flags = {"-vacuumIntervalSec=0", "-logLevel=warn"};
+    o.name = "kelp-fsck-test";
+    return o;
   }
 
-  std::string filer() const { return StrCat("127.0.0.1:", filer_port_); }
-  std::string volume() const { return StrCat("127.0.0.1:", volume_port_); }
-  std::string volume_grpc() const { return StrCat("127.0.0.1:", volume_port_ + 10000); }
-  std::string filer_dir() const { return tmp_.file("filer"); }
-
-  void StartFiler() {
-    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", filer_dir()),
-                             StrCat("-port=", filer_port_), "-pulseMs=200", "-logLevel=warn"},
-                            tmp_.file("filer.log"));
-    REQUIRE(f.ok());
-    filer_ = std::move(*f);
-    REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
-  }
-  void KillFiler() { filer_->Kill(); }
-  void StopFiler() { REQUIRE(filer_->Stop() == 0); }
-
-  json Status() {
-    auto r = http_.Get(filer(), "/status");
-    if (!r.ok() || r->status != 200) return json::object();
-    return json::parse(r->body, nullptr, false);
-  }
-  void WaitVolumeAlive() { REQUIRE(WaitForLiveVolume(filer(), std::chrono::seconds(20))); }
+  void StartFiler() { TestCluster::StartFiler(0); }
+  void KillFiler() { TestCluster::KillFiler(0); }
+  void StopFiler() { REQUIRE(TestCluster::StopFiler(0) == 0); }
+  void WaitVolumeAlive() { REQUIRE(WaitAliveVolumes(1)); }
 
   struct Fsck {
     int code = -1;
@@ -86,7 +61,7 @@ class FilerAndVolume {
     std::vector<std::string> args = {KelpBinary(), "filer.fsck", StrCat("-dir=", filer_dir())};
     if (fix) args.push_back("-fix");
     if (volumes) args.push_back(StrCat("-volumes=", volume()));
-    std::string log = tmp_.file(StrCat("fsck", runs_++, ".log"));
+    std::string log = tmp().file(StrCat("fsck", runs_++, ".log"));
     auto p = Process::Start(args, log);
     REQUIRE(p.ok());
     Fsck r;
@@ -104,11 +79,7 @@ class FilerAndVolume {
   }
 
  private:
-  TempDir tmp_{"kelp-fsck-test"};
-  int filer_port_ = 0, volume_port_ = 0;
   int runs_ = 0;
-  std::unique_ptr<Process> filer_, volume_;
-  http::HttpClient http_{http::HttpClient::Options{.connect_timeout_ms = 1000, .io_timeout_ms = 5000}};
 };
 
 // Assign + upload, as a mount writes a chunk. Returns the fid.

@@ -19,7 +19,7 @@
 #include "filer/store/testing/pg_test_server.h"
 #include "shared/http/http_client.h"
 #include "shared/strings.h"
-#include "tests/harness/harness.h"
+#include "tests/harness/cluster.h"
 
 using namespace kelp;
 using namespace kelp::testing;
@@ -31,88 +31,38 @@ namespace {
 
 PgTestServer& Pg() { return kelp::filer::testing::SharedPgTestServer(); }
 
-struct FilerProc {
-  int port = 0;
-  std::unique_ptr<Process> proc;
-  std::string addr() const { return StrCat("127.0.0.1:", port); }
-};
-
-class SharedCluster {
+// Two filers on the test's PostgreSQL under one keyspace, and a volume server that
+// heartbeats to whichever coordinates.
+class SharedCluster : public TestCluster {
  public:
-  explicit SharedCluster(const std::string& keyspace) : keyspace_(keyspace) {
-    for (int i = 0; i < 2; ++i) {
-      filers_.push_back(FilerProc{FreePort(), nullptr});
-      StartFiler(i);
-    }
-    volume_port_ = FreePort();
-    std::filesystem::create_directories(tmp_.file("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.file("vol")), StrCat("-port=", volume_port_),
-                             StrCat("-port.grpc=", volume_port_ + 10000),
-                             StrCat("-filer=", filers_[0].addr(), ",", filers_[1].addr()), "-max=20",
-                             "-pulseMs=300"},
-                            tmp_.file("vol.log"));
-    REQUIRE(v.ok());
-    volume_ = std::move(*v);
-    REQUIRE(WaitFor([&] { return Coordinator() >= 0 && VolumeAliveAt(Coordinator()); }, 30s));
-  }
-  ~SharedCluster() {
-    if (volume_) volume_->Stop();
-    for (auto& f : filers_) {
-      if (f.proc) f.proc->Stop();
-    }
+  explicit SharedCluster(const std::string& keyspace)
+      : TestCluster(Make(keyspace)), keyspace_(keyspace) {}
+  static Options Make(const std::string& keyspace) {
+    Options o;
+    o.filers = 2;
+    o.filer_flags = {"-pulseMs=300", "-maxMB=1"};
+    o.volume_flags = {"-max=20", "-pulseMs=300"};
+    o.pg_dsn = Pg().dsn();
+    o.pg_keyspace = keyspace;
+    o.name = "kelp-multi";
+    return o;
   }
 
-  void StartFiler(int i) {
-    auto p = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.file(StrCat("filer", i))),
-                             StrCat("-port=", filers_[i].port), "-store=postgres", StrCat("-store.dsn=", Pg().dsn()),
-                             StrCat("-store.keyspace=", keyspace_), "-coordinator.leaseMs=2000", "-pulseMs=300",
-                             "-maxMB=1"},
-                            tmp_.file(StrCat("filer", i, ".log")));
-    REQUIRE(p.ok());
-    filers_[i].proc = std::move(*p);
-    REQUIRE(WaitForHttp(filers_[i].addr(), "/status", 20s));
-  }
-
-  std::string filer(int i) const { return filers_[i].addr(); }
-  FilerProc& proc(int i) { return filers_[i]; }
   const std::string& dsn() const { return Pg().dsn(); }
   const std::string& keyspace() const { return keyspace_; }
-  std::string log(int i) { return filers_[i].proc->Log(); }
-
-  json Status(int i) {
-    auto r = http_.Get(filer(i), "/status");
-    if (!r.ok() || r->status != 200) return json::object();
-    return json::parse(r->body, nullptr, false);
-  }
-  // The filer that says it is the coordinator, or -1.
-  int Coordinator() {
-    for (int i = 0; i < 2; ++i) {
-      if (!filers_[i].proc || !filers_[i].proc->Running()) continue;
-      json s = Status(i);
-      if (s.contains("coordinator") && s["coordinator"].is_object() && s["coordinator"]["self"].get<bool>()) return i;
-    }
-    return -1;
-  }
-  bool VolumeAliveAt(int i) {
-    if (i < 0) return false;
-    json s = Status(i);
-    if (!s.contains("topology")) return false;
-    for (const auto& srv : s["topology"]["servers"]) {
-      if (srv["alive"].get<bool>()) return true;
-    }
-    return false;
-  }
+  // Whether filer i lists a volume server alive.
+  bool VolumeAliveAt(int i) { return i >= 0 && AliveVolumes(i) > 0; }
 
   absl::StatusOr<http::ClientResponse> Put(int i, const std::string& path, const std::string& body) {
-    return http_.Do("PUT", filer(i), path, {}, body);
+    return http().Do("PUT", filer(i), path, {}, body);
   }
-  absl::StatusOr<http::ClientResponse> Get(int i, const std::string& path) { return http_.Get(filer(i), path); }
+  absl::StatusOr<http::ClientResponse> Get(int i, const std::string& path) { return http().Get(filer(i), path); }
   absl::StatusOr<http::ClientResponse> Rename(int i, const std::string& from, const std::string& to) {
-    return http_.Do("POST", filer(i), StrCat("/api/v1/rename?path=", from), {}, json{{"newPath", to}}.dump());
+    return http().Do("POST", filer(i), StrCat("/api/v1/rename?path=", from), {}, json{{"newPath", to}}.dump());
   }
   std::set<std::string> List(int i, const std::string& dir) {
     std::set<std::string> names;
-    auto r = http_.Get(filer(i), StrCat("/api/v1/directories?path=", dir));
+    auto r = http().Get(filer(i), StrCat("/api/v1/directories?path=", dir));
     REQUIRE(r.ok());
     REQUIRE(r->status == 200);
     json listing = json::parse(r->body);
@@ -120,14 +70,8 @@ class SharedCluster {
     return names;
   }
 
-  http::HttpClient http_;
-
  private:
   std::string keyspace_;
-  TempDir tmp_{"kelp-multi"};
-  std::vector<FilerProc> filers_;
-  int volume_port_ = 0;
-  std::unique_ptr<Process> volume_;
 };
 
 std::string Content(const std::string& name, size_t size) {
@@ -224,7 +168,7 @@ TEST_CASE("kill -9 of the coordinator filer mid-workload: the other takes over, 
     });
   }
   REQUIRE(WaitFor([&] { std::lock_guard lock(mu); return acked.size() >= 40; }, 60s));
-  c.proc(coord).proc->Kill();
+  c.KillFiler(coord);
   killed = true;
   size_t at_kill;
   {
@@ -255,7 +199,7 @@ TEST_CASE("kill -9 of the coordinator filer mid-workload: the other takes over, 
   CHECK(all.size() > at_kill);
 
   // Stop the survivor (it releases the lease), then check the namespace in PostgreSQL.
-  REQUIRE(c.proc(other).proc->Stop() == 0);
+  REQUIRE(c.StopFiler(other) == 0);
   TempDir logs("kelp-multi-fsck");
   auto fsck = Process::Start({KelpBinary(), "filer.fsck", "-store=postgres", StrCat("-store.dsn=", c.dsn()),
                               StrCat("-store.keyspace=", c.keyspace())},

@@ -24,7 +24,7 @@
 #include "shared/security/testing/test_pki.h"
 #include "shared/security/tls.h"
 #include "shared/strings.h"
-#include "tests/harness/harness.h"
+#include "tests/harness/cluster.h"
 
 using namespace kelp;
 using namespace kelp::testing;
@@ -55,43 +55,25 @@ class SecureCluster {
     REQUIRE(cfg.ok());
     cfg_ = *cfg;
 
-    filer_port_ = FreePort();
-    auto f = Process::Start({KelpBinary(), "filer", StrCat("-dir=", tmp_.file("filer")), StrCat("-port=", filer_port_),
-                             "-maxMB=1", "-pulseMs=300", StrCat("-security=", toml_)},
-                            tmp_.file("filer.log"));
-    REQUIRE(f.ok());
-    filer_ = std::move(*f);
-    REQUIRE(WaitForHttp(filer(), "/status", std::chrono::seconds(20)));
-    volume_port_ = FreePort();
-    std::filesystem::create_directories(tmp_.file("vol"));
-    auto v = Process::Start({KelpBinary(), "volume", StrCat("-dir=", tmp_.file("vol")), StrCat("-port=", volume_port_),
-                             StrCat("-port.grpc=", volume_port_ + 10000), StrCat("-filer=", filer()), "-max=8",
-                             StrCat("-security=", toml_)},
-                            tmp_.file("vol.log"));
-    REQUIRE(v.ok());
-    volume_ = std::move(*v);
-    // The heartbeat travels over mutual TLS: the server shows up only if that works.
-    REQUIRE(WaitForLiveVolume(filer(), std::chrono::seconds(20)));
-  }
-  ~SecureCluster() {
-    volume_->Stop();
-    filer_->Stop();
+    // The heartbeat travels over mutual TLS: the fixture's wait for the volume server to
+    // show up alive proves that works.
+    TestCluster::Options o;
+    o.filer_flags = {"-maxMB=1", "-pulseMs=300", StrCat("-security=", toml_)};
+    o.volume_flags = {"-max=8", StrCat("-security=", toml_)};
+    o.name = "kelp-security-cluster";
+    cluster_ = std::make_unique<TestCluster>(o);
   }
 
-  std::string filer() const { return StrCat("127.0.0.1:", filer_port_); }
-  std::string volume() const { return StrCat("127.0.0.1:", volume_port_); }
-  int filer_grpc_port() const { return filer_port_ + 10000; }
+  std::string filer() const { return cluster_->filer(); }
+  std::string volume() const { return cluster_->volume(); }
+  int filer_grpc_port() const { return cluster_->filer_port() + 10000; }
   const security::SecurityConfig& cfg() const { return cfg_; }
   const security::testing::TestPki& pki() const { return pki_; }
   const std::string& toml() const { return toml_; }
-  std::string Logs() const { return filer_->Log() + volume_->Log(); }
-  pid_t filer_pid() const { return filer_->pid(); }
+  std::string Logs() const { return cluster_->Logs(); }
+  pid_t filer_pid() const { return cluster_->filer_process(0).pid(); }
 
-  json Status() {
-    auto r = client_.Get(filer(), "/status");
-    if (!r.ok() || r->status != 200) return json::object();
-    return json::parse(r->body, nullptr, false);
-  }
+  json Status() { return cluster_->Status(); }
   http::ClientResponse Do(std::string_view method, const std::string& addr, std::string_view target,
                           const std::string& token = {}, std::string_view body = {}) {
     http::Headers h;
@@ -111,8 +93,7 @@ class SecureCluster {
   security::testing::TestPki pki_;
   std::string toml_;
   security::SecurityConfig cfg_;
-  int filer_port_ = 0, volume_port_ = 0;
-  std::unique_ptr<Process> filer_, volume_;
+  std::unique_ptr<TestCluster> cluster_;
   http::HttpClient client_;
 };
 
