@@ -339,6 +339,28 @@ class Harness {
   std::filesystem::path dir_{tmp_.path()};
 };
 
+// Directories a and b under the root cross: one thread moves b into a and back through x,
+// another a into b and back through y, rounds times each, so half the moves would build a
+// cycle if both checks passed at once. Returns how many moves succeeded.
+inline int CrossingMoves(FilerService& x, FilerService& y, uint64_t a, uint64_t b, int rounds) {
+  std::atomic<int> moved{0};
+  std::thread t1([&] {
+    for (int i = 0; i < rounds; ++i) {
+      if (x.Rename(1, "b", a, "b", 0).ok()) ++moved;
+      if (x.Rename(a, "b", 1, "b", 0).ok()) ++moved;
+    }
+  });
+  std::thread t2([&] {
+    for (int i = 0; i < rounds; ++i) {
+      if (y.Rename(1, "a", b, "a", 0).ok()) ++moved;
+      if (y.Rename(b, "a", 1, "a", 0).ok()) ++moved;
+    }
+  });
+  t1.join();
+  t2.join();
+  return moved;
+}
+
 // The errno of a status or StatusOr.
 inline int Err(const absl::Status& s) { return ErrnoOf(s); }
 template <typename T>
