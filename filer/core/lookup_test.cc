@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <map>
 #include <set>
 
 #include "filer/core/test_util.h"
@@ -134,4 +135,45 @@ TEST_CASE("list by name pages in name order") {
             return true;
           }).ok());
   CHECK(names == std::vector<std::string>{"c", "d"});
+}
+
+TEST_CASE("listings with attrs: children with consecutive or scattered inodes, hard links") {
+  Harness h(KELP_BACKENDS);
+  uint64_t together = h.Mkdir(1, "together");
+  uint64_t scattered = h.Mkdir(1, "scattered");
+  uint64_t filler = h.Mkdir(1, "filler");
+  std::map<std::string, uint64_t> want_together, want_scattered;
+  for (int i = 0; i < 30; ++i) want_together["t" + std::to_string(i)] = h.Mkfile(together, "t" + std::to_string(i));
+  // Many inodes made elsewhere between two children: their numbers spread far apart (read one
+  // by one rather than by one range scan).
+  for (int i = 0; i < 20; ++i) {
+    want_scattered["s" + std::to_string(i)] = h.Mkfile(scattered, "s" + std::to_string(i));
+    for (int j = 0; j < 15; ++j) h.Mkfile(filler, "x" + std::to_string(i * 15 + j));
+  }
+  // One inode under two names in each.
+  for (auto* m : {&want_together, &want_scattered}) {
+    uint64_t dir = m == &want_together ? together : scattered;
+    uint64_t first = m->begin()->second;
+    REQUIRE(h.fs->Link(first, dir, "link").ok());
+    (*m)["link"] = first;
+  }
+  for (uint64_t dir : {together, scattered}) {
+    const auto& want = dir == together ? want_together : want_scattered;
+    for (bool by_name : {false, true}) {
+      std::map<std::string, Attr> got;
+      auto collect = [&](DirEntry&& e) {
+        got[e.name()] = e.attr();
+        return true;
+      };
+      REQUIRE((by_name ? h.fs->ListByName(dir, "", 0, true, collect) : h.fs->ReadDir(dir, 0, 0, true, collect)).ok());
+      REQUIRE(got.size() == want.size());
+      for (const auto& [name, ino] : want) {
+        INFO(name);
+        REQUIRE(got.count(name));
+        CHECK(got[name].ino() == ino);
+        CHECK(S_ISREG(got[name].mode()));
+        CHECK(got[name].nlink() == (ino == want.at("link") ? 2u : 1u));
+      }
+    }
+  }
 }
