@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -174,6 +175,12 @@ class ClientConn {
   bool broken() {
     MutexLock lock(mu_);
     return !broken_.ok();
+  }
+
+  // Whether bytes came from the server within the last `within`.
+  bool HeardWithin(std::chrono::nanoseconds within) const {
+    return Clock::now().time_since_epoch().count() - last_heard_ns_.load(std::memory_order_relaxed) <
+           within.count();
   }
 
   // Fails the connection if the peer closed its end or it is in error (no blocking).
@@ -349,7 +356,9 @@ class ClientConn {
   // Reads what arrives within one slice and hands every whole frame to its call. Runs without
   // mu_, by the one reader.
   absl::Status ReadOnce() {
+    const size_t had = rlen_;
     RETURN_IF_ERROR(RecvSome());
+    if (rlen_ > had) last_heard_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     size_t pos = 0;
     std::vector<std::pair<FrameHeader, std::string_view>> frames;
     for (;;) {
@@ -436,6 +445,8 @@ class ClientConn {
   // The reader's buffer: touched only by the thread that set reading_ (and Upgrade, before
   // the connection is shared).
   std::string rbuf_;
+  // When ReadOnce last got bytes (steady clock, ns); 0 before any.
+  std::atomic<int64_t> last_heard_ns_{0};
   size_t rlen_ = 0;
 };
 
@@ -550,13 +561,15 @@ absl::StatusOr<std::shared_ptr<ClientConn>> Channel::NewConn(Clock::time_point d
 
 absl::Status Channel::Connect(std::chrono::milliseconds timeout) { return Conn(Clock::now() + timeout).status(); }
 
-void Channel::DropIfClosed() {
+void Channel::DropIfClosed(std::chrono::milliseconds unless_heard_within) {
   std::shared_ptr<ClientConn> conn;
   {
     MutexLock lock(mu_);
     conn = conn_;
   }
-  if (conn) conn->FailIfClosed();
+  if (!conn) return;
+  if (unless_heard_within.count() > 0 && conn->HeardWithin(unless_heard_within)) return;
+  conn->FailIfClosed();
 }
 
 absl::StatusOr<std::string> Channel::CallRaw(uint16_t method, std::string_view request,

@@ -107,7 +107,9 @@ class Channel {
   // Drops the connection if the server has closed its end (seen without blocking: one
   // poll(2)), so that the next call connects afresh rather than being sent into a connection
   // that can only fail. Calls in flight on it fail with UNAVAILABLE, as they would anyway.
-  void DropIfClosed();
+  // With unless_heard_within, a connection that brought a reply that recently is taken as
+  // alive without the poll (a server that died since fails the call in flight instead).
+  void DropIfClosed(std::chrono::milliseconds unless_heard_within = std::chrono::milliseconds(0));
 
   const std::string& address() const { return address_; }
   // Connections made so far (1 while the first one lives).
