@@ -210,19 +210,18 @@ absl::Status Topology::NoRoomLocked(absl::Status why, const std::string& collect
   // Room that exists on servers taken for dead: free volume slots, or a volume of this layout
   // below the size limit. The write fails because they are unreachable, not because the
   // cluster is full: UNAVAILABLE (EIO to a mount), not ENOSPC.
-  auto takes_writes = [&](const std::string& url, uint32_t vid) {
-    auto it = volumes_.find(vid);
-    if (it == volumes_.end() || it->second.collection != collection || it->second.replication != replication) {
-      return false;
-    }
-    auto r = it->second.replicas.find(url);
-    return r != it->second.replicas.end() && !r->second.read_only() && r->second.size() < opts_.volume_size_limit;
-  };
   std::vector<std::string> down;
   for (const auto& [url, s] : servers_) {
     if (s.alive) continue;
-    bool room = static_cast<int>(s.last.max_volumes()) > static_cast<int>(s.volumes.size()) ||
-                std::any_of(s.volumes.begin(), s.volumes.end(), [&](uint32_t vid) { return takes_writes(url, vid); });
+    bool room = static_cast<int>(s.last.max_volumes()) > static_cast<int>(s.volumes.size());
+    for (auto vid = s.volumes.begin(); !room && vid != s.volumes.end(); ++vid) {
+      auto it = volumes_.find(*vid);
+      if (it == volumes_.end() || it->second.collection != collection || it->second.replication != replication) {
+        continue;
+      }
+      auto r = it->second.replicas.find(url);
+      room = r != it->second.replicas.end() && !r->second.read_only() && r->second.size() < opts_.volume_size_limit;
+    }
     if (room) down.push_back(url);
   }
   if (down.empty()) return why;
