@@ -86,6 +86,31 @@ TEST_CASE("random writes, reads and flushes match a model, and survive a reopen"
   }
 }
 
+TEST_CASE("a read never takes an older upload still running over a newer one that finished") {
+  Env env(4096, 1 << 20, 0);
+  auto f = env.Open();
+  auto wait = [](auto done) {
+    for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return done();
+  };
+  // The first full slot's upload is held inside its Put; the slot is written again and that
+  // upload finishes first.
+  env.blobs.HoldPutsStartingWith("a");
+  REQUIRE(f->Write(0, std::string(4096, 'a')).ok());
+  REQUIRE(wait([&] { return env.blobs.held() == 1; }));
+  REQUIRE(f->Write(0, std::string(4096, 'b')).ok());
+  REQUIRE(wait([&] { return env.blobs.puts() == 1; }));
+  std::string out(4096, '?');
+  REQUIRE(*f->Read(0, 4096, out.data(), false) == 4096);
+  CHECK(out == std::string(4096, 'b'));
+  // Once the older one lands too, and after a flush and a reopen, still the newer bytes.
+  env.blobs.ReleaseHeld();
+  REQUIRE(f->Flush(false).ok());
+  REQUIRE(*f->Read(0, 4096, out.data(), false) == 4096);
+  CHECK(out == std::string(4096, 'b'));
+  CHECK(ReadAll(*env.Open(), 4096) == std::string(4096, 'b'));
+}
+
 TEST_CASE("a flush packs scattered small writes into one upload and one commit") {
   Env env(4 << 20, 64 << 20, 0);
   auto f = env.Open();

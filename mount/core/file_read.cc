@@ -67,8 +67,25 @@ std::shared_ptr<const FileData::Resolved> FileData::ResolvedLocked() {
 void FileData::OverlayMemoryLocked(uint64_t offset, uint64_t n, char* dst, Ranges* covered) {
   auto cover = [&](uint64_t s, uint64_t e) { covered->emplace_back(s, e); };
   for (const auto& [seq, up] : inflight_) {  // older first: dirty bytes, newer, go over them
+    // Uploads finish in any order: a later one may be done (its chunks pending) while this
+    // one still runs. Where such newer chunks lie, this upload's bytes are stale and the
+    // intervals (which order pending chunks by seq) must answer.
+    Ranges newer;
+    auto first_newer = std::upper_bound(pending_.begin(), pending_.end(), kPendingSeqBase + seq,
+                                        [](uint64_t v, const filer::Chunk& c) { return v < c.seq(); });
+    for (auto c = first_newer; c != pending_.end(); ++c) newer.emplace_back(c->offset(), c->offset() + c->size());
+    newer = Merge(std::move(newer));
     for (const auto& e : up->extents) {
       uint64_t s = std::max(offset, e.offset), t = std::min(offset + n, e.end());
+      for (const auto& [ns, nt] : newer) {  // copy [s, t) but for the newer ranges, in order
+        if (s >= t || nt <= s) continue;
+        if (ns >= t) break;
+        if (ns > s) {
+          std::memcpy(dst + (s - offset), e.data.data() + (s - e.offset), ns - s);
+          cover(s, ns);
+        }
+        s = std::max(s, nt);
+      }
       if (s >= t) continue;
       std::memcpy(dst + (s - offset), e.data.data() + (s - e.offset), t - s);
       cover(s, t);

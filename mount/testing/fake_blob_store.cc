@@ -11,6 +11,11 @@ namespace kelp::mount {
 absl::StatusOr<std::string> FakeBlobStore::Put(std::string_view data, bool fsync) {
   if (int e = fail_puts.load()) return PosixError(e, "injected upload failure");
   MutexLock lock(mu_);
+  if (!hold_prefix_.empty() && data.substr(0, hold_prefix_.size()) == hold_prefix_) {
+    ++held_;
+    while (!hold_prefix_.empty()) released_.Wait(lock);
+    --held_;
+  }
   uint32_t vid = 1 + next_ % std::max<uint32_t>(1, volumes.load());
   std::string fid = kelp::StrCat(vid, ",", next_++, "00000000");
   blobs_.emplace(fid, std::string(data));
@@ -21,6 +26,24 @@ absl::StatusOr<std::string> FakeBlobStore::Put(std::string_view data, bool fsync
     volatile_[fid] = vid;
   }
   return fid;
+}
+
+void FakeBlobStore::HoldPutsStartingWith(std::string prefix) {
+  MutexLock lock(mu_);
+  hold_prefix_ = std::move(prefix);
+}
+
+void FakeBlobStore::ReleaseHeld() {
+  {
+    MutexLock lock(mu_);
+    hold_prefix_.clear();
+  }
+  released_.NotifyAll();
+}
+
+size_t FakeBlobStore::held() const {
+  MutexLock lock(mu_);
+  return held_;
 }
 
 absl::Status FakeBlobStore::SyncVolumes(const std::vector<uint32_t>& volume_ids) {

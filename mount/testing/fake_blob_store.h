@@ -34,6 +34,13 @@ class FakeBlobStore : public volume::BlobStore {
   std::atomic<int> fail_puts{0};
   std::atomic<int> fail_gets{0};
 
+  // Puts of data starting with prefix wait, before storing anything, until ReleaseHeld()
+  // (tests: make one upload finish after a later one). Empty prefix = none held.
+  void HoldPutsStartingWith(std::string prefix);
+  void ReleaseHeld();
+  // Puts waiting now.
+  size_t held() const;
+
   size_t puts() const { return puts_.load(); }
   size_t gets() const { return gets_.load(); }
   uint64_t bytes_got() const { return bytes_got_.load(); }
@@ -48,6 +55,9 @@ class FakeBlobStore : public volume::BlobStore {
 
  private:
   mutable Mutex mu_;
+  CondVar released_;
+  std::string hold_prefix_ ABSL_GUARDED_BY(mu_);
+  size_t held_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::string, std::less<>> blobs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint32_t> volatile_ ABSL_GUARDED_BY(mu_);  // fid -> volume
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;
