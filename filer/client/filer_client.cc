@@ -129,7 +129,9 @@ absl::StatusOr<Resp> FilerClient::Call(FilerMethod m, const Req& req, Kind kind)
       rpc::Channel& channel = *channels_[at];
       // Connected first (at once when it is; a connection the filer closed, e.g. as it died,
       // is dropped and made again), so a filer that cannot be reached is known before
-      // anything was sent: then any call may go to the next.
+      // anything was sent: then any call may go to the next. Looked at before every call,
+      // unlike the lone filer's: a filer can die right after answering, and the next one is
+      // up at once.
       channel.DropIfClosed(kAnsweredRecently);
       s = channel.Connect(opts_.connect_timeout);
       if (!s.ok()) {
