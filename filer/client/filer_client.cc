@@ -102,9 +102,9 @@ void FilerClient::CountCall(FilerMethod m) {
   call_metrics_[MethodNumber(m)]->Inc();
 }
 
-// Before a call, a connection is looked at (one poll(2), which cost 5-10 % of a lookup's
-// rate when made before every call) only when the filer has not answered on it for this long:
-// a filer that died and came back, or was replaced, was silent for far longer.
+// With a lone filer, a connection is looked at before a call (one poll(2), which cost 5-10 %
+// of a lookup's rate when made before every call) only when the filer has not answered on it
+// for this long: a filer that died and came back was silent for far longer.
 constexpr std::chrono::milliseconds kAnsweredRecently{10};
 
 template <typename Resp, typename Req>
@@ -132,7 +132,7 @@ absl::StatusOr<Resp> FilerClient::Call(FilerMethod m, const Req& req, Kind kind)
       // anything was sent: then any call may go to the next. Looked at before every call,
       // unlike the lone filer's: a filer can die right after answering, and the next one is
       // up at once.
-      channel.DropIfClosed(kAnsweredRecently);
+      channel.DropIfClosed();
       s = channel.Connect(opts_.connect_timeout);
       if (!s.ok()) {
         s = absl::UnavailableError(kelp::StrCat("filer ", channel.address(), ": ", s.message()));
