@@ -230,6 +230,35 @@ TEST_CASE("a corrupt needle is a 500 and counted, never data") {
   CHECK(m.body.find("kelp_volume_checksum_failures_total 0\n") == std::string::npos);
 }
 
+TEST_CASE("a ranged GET of a large blob damaged after its first read is a 500 for the damaged block") {
+  TestServer t;
+  auto v = t.server->store().Allocate(1, "", "000");
+  REQUIRE(v.ok());
+  std::string data = RandomBlob(3, 1 << 20);
+  std::string fid = "/" + Fid(1, 3, 3);
+  REQUIRE(t.Do("PUT", fid, data).status == 201);
+  auto ranged = [&](uint64_t from, uint64_t to) {
+    kelp::http::Headers h;
+    h.Set("Range", kelp::StrCat("bytes=", from, "-", to));
+    return t.Do("GET", fid, {}, h);
+  };
+  auto r = ranged(1000, 1999);
+  CHECK(r.status == 206);
+  CHECK(r.body == data.substr(1000, 1000));
+  CHECK(r.headers.Get("ETag") == Etag(data));
+  auto h = (*v)->Find(3);
+  REQUIRE(h.has_value());
+  int fd = open((t.dir.path() + "/1.dat").c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(pwrite(fd, "X", 1, h->data_offset() + 700000) == 1);
+  close(fd);
+  r = ranged(699990, 700010);
+  CHECK(r.status == 500);
+  CHECK(r.body.find(data.substr(699990, 10)) == std::string::npos);
+  r = ranged(100, 199);  // the whole needle is verified again, and it is damaged
+  CHECK(r.status == 500);
+}
+
 TEST_CASE("a full disk answers 507 and loses nothing acknowledged") {
   FaultEnv env;
   TestServer t(nullptr, [&](VolumeServer::Options& o) { o.env = &env; });

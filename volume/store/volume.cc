@@ -444,6 +444,11 @@ absl::StatusOr<DecodedNeedle> Volume::Read(const Handle& h, uint32_t cookie,
 }
 
 absl::StatusOr<DecodedNeedle> Volume::Verify(const Handle& h, uint32_t cookie) const {
+  return VerifyWhole(h, cookie, nullptr);
+}
+
+absl::StatusOr<DecodedNeedle> Volume::VerifyWhole(const Handle& h, uint32_t cookie,
+                                                  std::vector<uint64_t>* blocks) const {
   char head[format::kHeaderSize];
   absl::Status s = ReadFully(*h.file, h.offset, sizeof head, head);
   if (!s.ok()) return s.code() == absl::StatusCode::kDataLoss ? ChecksumFailure(s, h.key) : s;
@@ -453,6 +458,7 @@ absl::StatusOr<DecodedNeedle> Volume::Verify(const Handle& h, uint32_t cookie) c
     return ChecksumFailure(absl::DataLossError("index and needle header disagree"), h.key);
   }
   if (n.header.cookie != cookie) return NotFound(h.key);
+  static_assert(kVerifyChunk % BlockSums::kBlockSize == 0);
   Hasher hasher;
   std::string buf(std::min<size_t>(kVerifyChunk, h.size), '\0');
   for (uint64_t done = 0; done < h.size;) {
@@ -460,6 +466,9 @@ absl::StatusOr<DecodedNeedle> Volume::Verify(const Handle& h, uint32_t cookie) c
     s = ReadFully(*h.file, h.data_offset() + done, n_read, buf.data());
     if (!s.ok()) return s.code() == absl::StatusCode::kDataLoss ? ChecksumFailure(s, h.key) : s;
     hasher.Update(buf.data(), n_read);
+    for (size_t b = 0; blocks != nullptr && b < n_read; b += BlockSums::kBlockSize) {
+      blocks->push_back(Hash64(std::string_view(buf).substr(b, std::min<size_t>(BlockSums::kBlockSize, n_read - b))));
+    }
     done += n_read;
   }
   char footer[format::kFooterSize];
@@ -469,6 +478,46 @@ absl::StatusOr<DecodedNeedle> Volume::Verify(const Handle& h, uint32_t cookie) c
   n.append_time_ns = DecodeFixed64LE(footer + 8);
   if (hasher.Digest() != n.checksum)
     return ChecksumFailure(absl::DataLossError("checksum mismatch"), h.key);
+  return n;
+}
+
+absl::StatusOr<DecodedNeedle> Volume::ReadRange(const Handle& h, uint32_t cookie, uint64_t offset, uint64_t len,
+                                                std::string* buf) const {
+  if (offset > h.size || len > h.size - offset) {
+    return absl::OutOfRangeError(kelp::StrCat("bytes ", offset, "+", len, " of a ", h.size, "-byte needle"));
+  }
+  std::shared_ptr<const BlockSums::Entry> sums = block_sums_.Find(h.key, h.file.get(), h.offset);
+  if (sums == nullptr) {
+    auto e = std::make_shared<BlockSums::Entry>();
+    auto whole = VerifyWhole(h, cookie, &e->blocks);
+    if (!whole.ok()) return whole.status();
+    e->file = h.file;
+    e->offset = h.offset;
+    e->header = whole->header;
+    e->checksum = whole->checksum;
+    e->append_time_ns = whole->append_time_ns;
+    block_sums_.Put(h.key, e);
+    sums = std::move(e);
+  }
+  if (sums->header.cookie != cookie) return NotFound(h.key);
+  constexpr uint64_t kBlock = BlockSums::kBlockSize;
+  const uint64_t start = offset / kBlock * kBlock;
+  const uint64_t end = std::min<uint64_t>(h.size, (offset + len + kBlock - 1) / kBlock * kBlock);
+  buf->resize(end - start);
+  absl::Status s = ReadFully(*h.file, h.data_offset() + start, end - start, buf->data());
+  if (!s.ok()) return s.code() == absl::StatusCode::kDataLoss ? ChecksumFailure(s, h.key) : s;
+  for (uint64_t b = start; b < end; b += kBlock) {
+    std::string_view block = std::string_view(*buf).substr(b - start, std::min(kBlock, end - b));
+    if (Hash64(block) != sums->blocks[b / kBlock]) {
+      block_sums_.Erase(h.key);
+      return ChecksumFailure(absl::DataLossError(kelp::StrCat("checksum mismatch in the block at ", b)), h.key);
+    }
+  }
+  DecodedNeedle n;
+  n.header = sums->header;
+  n.checksum = sums->checksum;
+  n.append_time_ns = sums->append_time_ns;
+  n.data = std::string_view(*buf).substr(offset - start, len);
   return n;
 }
 

@@ -23,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "shared/mutex.h"
+#include "volume/store/block_sums.h"
 #include "volume/store/compact_map.h"
 #include "volume/store/env.h"
 #include "volume/store/needle.h"
@@ -108,6 +109,12 @@ class Volume {
   // Verifies a needle of any size by streaming it through the hash (for bodies too large to
   // hold); returns it with empty data. Same errors as Read.
   absl::StatusOr<DecodedNeedle> Verify(const Handle& h, uint32_t cookie) const;
+  // Reads [offset, offset + len) of a needle's data into *buf, verified; the result's data
+  // points into *buf. The first ranged read of a needle verifies it whole (as Verify) and
+  // keeps a sum per 64 KiB block (BlockSums); later ones read and check only the blocks they
+  // cover. Same errors as Read; OutOfRange if the range is not within the data.
+  absl::StatusOr<DecodedNeedle> ReadRange(const Handle& h, uint32_t cookie, uint64_t offset, uint64_t len,
+                                          std::string* buf) const;
 
   struct Stats {
     uint64_t size = 0;           // bytes in the .dat
@@ -160,6 +167,8 @@ class Volume {
   absl::Status Append(std::string_view needle, std::string_view data_piece, std::string_view tail,
                       const IndexRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<uint32_t> CookieAt(const File& file, uint64_t offset) const;
+  // Verify, also taking the sum of each BlockSums::kBlockSize block into *blocks if not null.
+  absl::StatusOr<DecodedNeedle> VerifyWhole(const Handle& h, uint32_t cookie, std::vector<uint64_t>* blocks) const;
   absl::Status WaitDurable(uint64_t seq);
   absl::Status ChecksumFailure(const absl::Status& s, uint64_t key) const;
   void RecoverCompactionFiles();
@@ -193,6 +202,7 @@ class Volume {
   std::atomic<bool> ordered_read_only_{false};
   std::atomic<bool> broken_{false};  // a failed fdatasync: nothing more is accepted
   mutable std::atomic<uint64_t> checksum_failures_{0};
+  mutable BlockSums block_sums_{4 << 20};  // about 8,000 needles of 4 MiB
 
   // Group commit. appended_seq_ counts appends (never reset, even by vacuum); a leader
   // fdatasyncs for every append with a sequence at or below the one it saw before syncing.

@@ -1,0 +1,62 @@
+// Sums of the 64 KiB blocks of needles whose whole checksum was verified, so that a ranged
+// read checks only the blocks it covers (docs/needle-format.md, "Ranged reads").
+//
+// A needle's single checksum covers all its data: without these sums, a 16 KiB read of a
+// 4 MiB blob would read and hash 4 MiB. The first ranged read of a needle verifies it whole
+// and takes a sum per block in the same pass; later ranged reads read their blocks back from
+// the file and compare them with those sums. Damage made after the first read is caught by
+// the block it lies in, as it was by the whole checksum before.
+//
+// Threads: every method is thread-safe.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "shared/mutex.h"
+#include "volume/store/env.h"
+#include "volume/store/needle.h"
+
+namespace kelp::volume {
+
+class BlockSums {
+ public:
+  static constexpr uint64_t kBlockSize = 64 << 10;
+
+  struct Entry {
+    // The needle's place: a vacuum copies it into another file, an overwrite appends another.
+    std::weak_ptr<File> file;
+    uint64_t offset = 0;
+    NeedleHeader header;
+    uint64_t checksum = 0;
+    uint64_t append_time_ns = 0;
+    std::vector<uint64_t> blocks;  // xxHash3-64 of each kBlockSize block of the data
+  };
+
+  // Keeps entries while their sums take at most max_bytes (least recently used go first).
+  explicit BlockSums(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // The entry of needle key if it was taken at the same place (file, offset), or null.
+  std::shared_ptr<const Entry> Find(uint64_t key, const File* file, uint64_t offset);
+  void Put(uint64_t key, std::shared_ptr<const Entry> entry);
+  void Erase(uint64_t key);
+  size_t bytes() const;
+
+ private:
+  static size_t Cost(const Entry& e) { return sizeof(Entry) + e.blocks.size() * sizeof(uint64_t); }
+  void EraseLocked(uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const size_t max_bytes_;
+  mutable Mutex mu_;
+  std::list<uint64_t> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
+  std::unordered_map<uint64_t, std::pair<std::shared_ptr<const Entry>, std::list<uint64_t>::iterator>> map_
+      ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace kelp::volume
