@@ -49,8 +49,10 @@ absl::Status CheckRegular(const InodeRecord& rec) {
 
 absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
   // Reads the inode, its inline data and chunk records; the version (bumped in every batch
-  // that changes any of them) tells whether they belong together.
-  auto read = [&]() -> absl::StatusOr<std::optional<GetChunksResponse>> {
+  // that changes any of them) tells whether they belong together. A journal move keeps the
+  // version (the bytes stay the same): a read that raced one misses journal records, and is
+  // tried again.
+  auto read = [&](bool locked) -> absl::StatusOr<std::optional<GetChunksResponse>> {
     ASSIGN_OR_RETURN(InodeRecord before, LoadInode(ino));
     if (before.IsDir()) return PosixError(EISDIR, "inode is a directory");
     GetChunksResponse resp;
@@ -68,20 +70,24 @@ absl::StatusOr<GetChunksResponse> FilerService::GetChunks(uint64_t ino) {
       ASSIGN_OR_RETURN(*resp.add_chunks(), DecodeChunk(keys::SecondU64(it->key()), it->value()));
     }
     RETURN_IF_ERROR(it->status());
-    if (before.journal_count > 0) RETURN_IF_ERROR(AttachJournal(ino, &resp));
+    if (before.journal_count > 0) {
+      absl::Status s = AttachJournal(ino, &resp);
+      if (!locked && absl::IsDataLoss(s)) return std::optional<GetChunksResponse>();
+      RETURN_IF_ERROR(s);
+    }
     ASSIGN_OR_RETURN(InodeRecord after, LoadInode(ino));
     if (after.version != before.version) return std::optional<GetChunksResponse>();
     *resp.mutable_attr() = before.ToAttr();
     return std::optional<GetChunksResponse>(std::move(resp));
   };
   for (int i = 0; i < kOptimisticReads; ++i) {
-    ASSIGN_OR_RETURN(auto r, read());
+    ASSIGN_OR_RETURN(auto r, read(false));
     if (r) return std::move(*r);
   }
   // Under the inode's lock and in one transaction: nothing changes it, whichever filer writes.
   return Transact([&]() -> absl::StatusOr<GetChunksResponse> {
     auto guard = locks_.Lock({ino});
-    ASSIGN_OR_RETURN(auto r, read());
+    ASSIGN_OR_RETURN(auto r, read(true));
     if (!r) return absl::InternalError("chunk list changed under its lock");
     return std::move(*r);
   });

@@ -140,7 +140,10 @@ absl::StatusOr<uint64_t> FilerService::MoveJournal(int64_t older_than_ms, uint64
           }
         }
         if (used) {
-          PutInode(m, *rec);
+          // The version stays: the file reads the same bytes, so mounts keep their views (a
+          // bump made the writer of the file reload its whole chunk list after every move).
+          // GetChunks tells a move from a change by the journal records it misses.
+          m.batch().Put(keys::InodeKey(ino), EncodeInode(*rec));
         } else {
           m.Collect({*fid}, ino);
         }
