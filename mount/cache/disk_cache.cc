@@ -1,7 +1,9 @@
 #include "mount/cache/disk_cache.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -240,6 +242,15 @@ void DiskCache::NoteWriteError(const absl::Status& status) {
   }
 }
 
+size_t DiskCache::MaxOpenFiles() {
+  static const size_t max = [] {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return size_t{8192};
+    return std::clamp<size_t>(static_cast<size_t>(rl.rlim_cur) / 4, 64, 8192);
+  }();
+  return max;
+}
+
 void DiskCache::KeepOpen(int tier, uint64_t key, uint64_t id, std::shared_ptr<OpenFile> file) {
   std::shared_ptr<OpenFile> closing;  // declared before the lock: closed after it
   MutexLock lock(mu_);
@@ -247,7 +258,7 @@ void DiskCache::KeepOpen(int tier, uint64_t key, uint64_t id, std::shared_ptr<Op
   if (it == tiers_[tier].index.end() || it->second.id != id || it->second.file) return;
   it->second.file = std::move(file);
   open_files_.push_back({tier, key, id});
-  while (open_files_.size() > kMaxOpenFiles) {
+  while (open_files_.size() > MaxOpenFiles()) {
     OpenFileSlot old = open_files_.front();
     open_files_.pop_front();
     auto o = tiers_[old.tier].index.find(old.key);

@@ -39,8 +39,9 @@ struct BlockId {
 
 class DiskCache {
  public:
-  // Entry files kept open between reads (saves an open and a close per hit).
-  static constexpr size_t kMaxOpenFiles = 256;
+  // Entry files kept open between reads (saves an open and a close per hit): a quarter of the
+  // process's descriptor limit, between 64 and 8,192.
+  static size_t MaxOpenFiles();
 
   struct Config {
     std::string dir;
@@ -133,7 +134,7 @@ class DiskCache {
   void Drop(int tier, uint64_t key, uint64_t id, bool unlink) ABSL_LOCKS_EXCLUDED(mu_);
   void NoteWriteError(const absl::Status& status);
   // Keeps file open for entry (tier, key, id) if it still exists, closing the oldest kept file
-  // beyond kMaxOpenFiles.
+  // beyond MaxOpenFiles().
   void KeepOpen(int tier, uint64_t key, uint64_t id, std::shared_ptr<OpenFile> file)
       ABSL_LOCKS_EXCLUDED(mu_);
 
