@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cmd/commands.h"
 #include "cmd/mount_helper.h"
+#include "shared/daemon.h"
 
 namespace {
 
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   // (gRPC takes several per call) updated a global lock graph, a few % of the CPU of each RPC.
   // TSan and the lock annotations are how this project finds lock-order bugs.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  kelp::SetUpProcess();
   // mount(8) runs /sbin/mount.kelp (a link to this binary) for `mount -t kelp` and fstab.
   std::string_view prog = argv[0];
   if (size_t slash = prog.rfind('/'); slash != std::string_view::npos)

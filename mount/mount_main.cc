@@ -1,7 +1,6 @@
 // kelp mount: parse flags, connect to the filer, mount, wait for a signal (or an external
 // unmount), flush everything dirty, unmount.
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,20 +26,6 @@
 #include "shared/security/security.h"
 
 namespace kelp {
-namespace {
-
-// The read cache keeps entry files open between reads (a quarter of the soft limit, see
-// DiskCache::MaxOpenFiles): take what the hard limit allows, up to 65,536 descriptors.
-void RaiseOpenFileLimit() {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
-  rlim_t want = rl.rlim_max == RLIM_INFINITY ? 65536 : std::min<rlim_t>(rl.rlim_max, 65536);
-  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want) return;
-  rl.rlim_cur = want;
-  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) spdlog::warn("could not raise the open file limit to {}", want);
-}
-
-}  // namespace
 
 int MountMain(int argc, char** argv) {
   BlockTerminationSignals();
@@ -59,7 +44,6 @@ int MountMain(int argc, char** argv) {
   security::AddSecurityFlag(flags, &security_file);
   flags.ParseOrExit(argc, argv);
   InitLogging(opts.debug ? "debug" : "info");
-  RaiseOpenFileLimit();
   auto fail = [](const absl::Status& s) {
     std::fprintf(stderr, "kelp mount: %s\n", std::string(s.message()).c_str());
     return 1;

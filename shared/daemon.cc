@@ -1,11 +1,14 @@
 #include "shared/daemon.h"
 
 #include <fcntl.h>
+#include <malloc.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
@@ -156,6 +159,19 @@ absl::Status SdNotify(std::string_view state) {
   close(fd);
   if (n < 0) return PosixError(err, kelp::StrCat("sd_notify ", path, ": ", strerror(err)));
   return absl::OkStatus();
+}
+
+void SetUpProcess() {
+  // Fixed thresholds also turn off glibc's own adjustment, which only follows the sizes freed.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  rlim_t want = rl.rlim_max == RLIM_INFINITY ? 65536 : std::min<rlim_t>(rl.rlim_max, 65536);
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+    rl.rlim_cur = want;
+    setrlimit(RLIMIT_NOFILE, &rl);  // at worst the old limit stays
+  }
 }
 
 }  // namespace kelp

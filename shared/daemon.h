@@ -31,6 +31,13 @@ struct DaemonOptions {
   std::string log_file;
 };
 
+// Process set-up for the data path, first thing in main: buffers of up to 32 MiB (dirty chunks,
+// packed uploads, request and reply bodies) come from malloc's heap and stay there when freed
+// (up to 512 MiB of free heap), rather than each being a fresh mmap whose every page faults on
+// first touch; and the soft limit on open files is raised to the hard one, up to 65,536 (the
+// mount keeps read-cache entry files open, servers hold many connections).
+void SetUpProcess();
+
 // Registers -daemon and -logFile.
 void AddDaemonFlags(FlagSet& flags, DaemonOptions& opts);
 
