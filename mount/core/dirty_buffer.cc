@@ -12,12 +12,20 @@ void DirtyBuffer::Reserve(std::string& s, uint64_t extent_start, size_t n) const
   if (n <= s.capacity()) return;
   uint64_t slot_end = SlotStart(extent_start) + slot_size_;
   size_t to_slot_end = slot_end > extent_start ? slot_end - extent_start : 0;
-  // A large write (a streaming writer's) gets the rest of its slot at once: doubling from its
-  // first 1 MiB copied 3 MiB more for every 4 MiB slot. Small writes double, up to the slot.
-  constexpr size_t kLargeWrite = 64 << 10;
-  size_t want = n >= kLargeWrite ? std::max<size_t>(n, to_slot_end)
-                                 : std::max<size_t>(n, std::min<size_t>(2 * s.capacity(), std::max<size_t>(n, to_slot_end)));
+  // An extent that already holds a streaming writer's MiB gets the rest of its slot at once
+  // (doubling from 1 MiB copied 3 MiB more for every 4 MiB slot); others double, up to the
+  // slot, so that scattered writes never hold much more than they wrote.
+  constexpr size_t kStreaming = 1 << 20;
+  size_t want = s.size() >= kStreaming
+                    ? std::max<size_t>(n, to_slot_end)
+                    : std::max<size_t>(n, std::min<size_t>(2 * s.capacity(), std::max<size_t>(n, to_slot_end)));
   s.reserve(want);
+}
+
+uint64_t DirtyBuffer::held_bytes() const {
+  uint64_t held = 0;
+  for (const auto& [start, data] : extents_) held += data.capacity();
+  return held;
 }
 
 uint64_t DirtyBuffer::WriteUnder(uint64_t offset, std::string_view data) {

@@ -52,6 +52,8 @@ class DirtyBuffer {
   std::vector<Extent> TakeAll();
 
   uint64_t bytes() const { return bytes_; }
+  // Memory the extents hold, reserved room included: O(extents).
+  uint64_t held_bytes() const;
   bool empty() const { return extents_.empty(); }
   size_t extent_count() const { return extents_.size(); }
   // One past the last dirty byte; 0 when empty.

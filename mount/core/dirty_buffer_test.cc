@@ -58,6 +58,29 @@ TEST_CASE("DirtyBuffer merges sequential writes into one extent") {
   REQUIRE(b.end() == 100000);
 }
 
+TEST_CASE("DirtyBuffer reserves a streaming writer's slot at once, never much more for scattered writes") {
+  constexpr uint64_t kSlot = 4 << 20;
+  SECTION("1 MiB writes: after the first MiB the extent holds its whole slot") {
+    DirtyBuffer b(kSlot);
+    const std::string mib(1 << 20, 'm');
+    b.Write(0, mib);
+    b.Write(1 << 20, mib);
+    CHECK(b.held_bytes() == kSlot);
+    b.Write(2 << 20, mib);
+    CHECK(b.held_bytes() == kSlot);  // no reallocation: room was there
+  }
+  SECTION("scattered 64 KiB writes, two adjacent ones per slot: at most twice what they hold") {
+    DirtyBuffer b(kSlot);
+    const std::string piece(64 << 10, 'p');
+    for (uint64_t slot = 0; slot < 64; ++slot) {
+      b.Write(slot * kSlot + 4096, piece);
+      b.Write(slot * kSlot + 4096 + piece.size(), piece);
+    }
+    CHECK(b.bytes() == 64 * 2 * piece.size());
+    CHECK(b.held_bytes() <= 2 * b.bytes());
+  }
+}
+
 TEST_CASE("DirtyBuffer hands out exactly the slots it covers completely") {
   const uint64_t S = 1000;
   DirtyBuffer b(S);
