@@ -50,6 +50,7 @@ struct HttpServer::Loop {
   std::thread thread;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   int64_t last_sweep_ms = 0;
+  bool accepting = true;  // false: the listening socket is out of this loop's epoll set
   Mutex mu;
   std::vector<Conn*> returned ABSL_GUARDED_BY(mu);
 };
@@ -97,7 +98,10 @@ absl::Status HttpServer::Start() {
   socklen_t len = sizeof addr;
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
   port_ = ntohs(addr.sin_port);
-  spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  {
+    MutexLock lock(spare_mu_);
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
 
   workers_ = std::make_unique<ThreadPool>(opts_.name + "-w", opts_.worker_threads, opts_.worker_queue);
   for (int i = 0; i < opts_.loop_threads; ++i) {
@@ -128,8 +132,8 @@ void HttpServer::Stop() {
   if (stopping_.exchange(true)) return;
   if (loops_.empty()) {
     if (listen_fd_ >= 0) close(listen_fd_);
-    if (spare_fd_ >= 0) close(spare_fd_);
-    listen_fd_ = spare_fd_ = -1;
+    listen_fd_ = -1;
+    CloseSpare();
     return;
   }
   {
@@ -151,8 +155,8 @@ void HttpServer::Stop() {
   }
   loops_.clear();
   close(listen_fd_);
-  if (spare_fd_ >= 0) close(spare_fd_);
-  listen_fd_ = spare_fd_ = -1;
+  listen_fd_ = -1;
+  CloseSpare();
 }
 
 void HttpServer::RunLoop(Loop* loop) {
@@ -215,6 +219,12 @@ void HttpServer::RunLoop(Loop* loop) {
     if (now - loop->last_sweep_ms >= kSweepIntervalMs) {
       loop->last_sweep_ms = now;
       Sweep(loop, now);
+      if (!loop->accepting) {
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+        ev.data.ptr = nullptr;  // the listening socket
+        loop->accepting = epoll_ctl(loop->epfd, EPOLL_CTL_ADD, listen_fd_, &ev) == 0;
+      }
     }
   }
 }
@@ -275,15 +285,16 @@ void HttpServer::Accept(Loop* loop) {
     int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
-      if ((errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
+      if (errno == EMFILE || errno == ENFILE) {
         // Out of descriptors: the pending connection would keep the (level-triggered) listening
-        // socket readable and this loop spinning. Use the spare to accept and close it.
-        close(spare_fd_);
-        int drop = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (drop >= 0) close(drop);
-        spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        refused_->Inc();
-        continue;
+        // socket readable and this loop spinning. Use the spare to accept and close it; with no
+        // spare, leave the socket out of this loop's epoll set until the next sweep.
+        if (RefuseWithSpare()) {
+          refused_->Inc();
+          continue;
+        }
+        epoll_ctl(loop->epfd, EPOLL_CTL_DEL, listen_fd_, nullptr);
+        loop->accepting = false;
       }
       return;  // EAGAIN
     }
@@ -306,6 +317,23 @@ void HttpServer::Accept(Loop* loop) {
     open_->Add(1);
     loop->conns.emplace(fd, std::move(conn));
   }
+}
+
+void HttpServer::CloseSpare() {
+  MutexLock lock(spare_mu_);
+  if (spare_fd_ >= 0) close(spare_fd_);
+  spare_fd_ = -1;
+}
+
+bool HttpServer::RefuseWithSpare() {
+  MutexLock lock(spare_mu_);
+  if (spare_fd_ < 0) spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);  // one may be free again
+  if (spare_fd_ < 0) return false;
+  close(spare_fd_);
+  int drop = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (drop >= 0) close(drop);
+  spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return drop >= 0;
 }
 
 void HttpServer::CloseConn(Loop* loop, Conn* conn) {

@@ -82,6 +82,10 @@ class HttpServer {
   struct Loop;
   void RunLoop(Loop* loop);
   void Accept(Loop* loop);
+  // Out of descriptors: accepts one pending connection with the spare descriptor and closes
+  // it. False when there was no spare to give (another thread took the one freed).
+  bool RefuseWithSpare();
+  void CloseSpare();
   bool EvictOne(Loop* loop, int64_t now);
   void Sweep(Loop* loop, int64_t now);
   void ProcessInput(Loop* loop, Conn* conn);
@@ -106,7 +110,9 @@ class HttpServer {
   Counter* refused_ = nullptr;
   Gauge* open_ = nullptr;
   int listen_fd_ = -1;
-  int spare_fd_ = -1;  // given up to accept-and-close when out of descriptors (EMFILE)
+  // Given up to accept-and-close a pending connection when out of descriptors (EMFILE).
+  Mutex spare_mu_;
+  int spare_fd_ ABSL_GUARDED_BY(spare_mu_) = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
