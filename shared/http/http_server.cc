@@ -108,10 +108,8 @@ absl::Status HttpServer::Start() {
     auto loop = std::make_unique<Loop>();
     loop->epfd = epoll_create1(EPOLL_CLOEXEC);
     loop->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ArmListener(loop.get());
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-    ev.data.ptr = nullptr;  // the listening socket
-    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, listen_fd_, &ev);
     ev.events = EPOLLIN;
     ev.data.ptr = loop.get();
     epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->evfd, &ev);
@@ -219,12 +217,7 @@ void HttpServer::RunLoop(Loop* loop) {
     if (now - loop->last_sweep_ms >= kSweepIntervalMs) {
       loop->last_sweep_ms = now;
       Sweep(loop, now);
-      if (!loop->accepting) {
-        epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-        ev.data.ptr = nullptr;  // the listening socket
-        loop->accepting = epoll_ctl(loop->epfd, EPOLL_CTL_ADD, listen_fd_, &ev) == 0;
-      }
+      if (!loop->accepting) ArmListener(loop);
     }
   }
 }
@@ -289,10 +282,7 @@ void HttpServer::Accept(Loop* loop) {
         // Out of descriptors: the pending connection would keep the (level-triggered) listening
         // socket readable and this loop spinning. Use the spare to accept and close it; with no
         // spare, leave the socket out of this loop's epoll set until the next sweep.
-        if (RefuseWithSpare()) {
-          refused_->Inc();
-          continue;
-        }
+        if (RefuseWithSpare()) continue;
         epoll_ctl(loop->epfd, EPOLL_CTL_DEL, listen_fd_, nullptr);
         loop->accepting = false;
       }
@@ -325,15 +315,26 @@ void HttpServer::CloseSpare() {
   spare_fd_ = -1;
 }
 
+void HttpServer::ArmListener(Loop* loop) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  ev.data.ptr = nullptr;  // the listening socket
+  loop->accepting = epoll_ctl(loop->epfd, EPOLL_CTL_ADD, listen_fd_, &ev) == 0;
+}
+
 bool HttpServer::RefuseWithSpare() {
   MutexLock lock(spare_mu_);
   if (spare_fd_ < 0) spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);  // one may be free again
   if (spare_fd_ < 0) return false;
   close(spare_fd_);
   int drop = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-  if (drop >= 0) close(drop);
+  bool handled = drop >= 0 || errno == EAGAIN || errno == EWOULDBLOCK;  // another loop took it
+  if (drop >= 0) {
+    close(drop);
+    refused_->Inc();
+  }
   spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return drop >= 0;
+  return handled;
 }
 
 void HttpServer::CloseConn(Loop* loop, Conn* conn) {

@@ -83,8 +83,11 @@ class HttpServer {
   void RunLoop(Loop* loop);
   void Accept(Loop* loop);
   // Out of descriptors: accepts one pending connection with the spare descriptor and closes
-  // it. False when there was no spare to give (another thread took the one freed).
+  // it (counted as refused). False when there was no spare to give (another thread took the
+  // one freed): the caller stops listening until the next sweep.
   bool RefuseWithSpare();
+  // Puts the listening socket in loop's epoll set (again); loop->accepting says whether it is.
+  void ArmListener(Loop* loop);
   void CloseSpare();
   bool EvictOne(Loop* loop, int64_t now);
   void Sweep(Loop* loop, int64_t now);

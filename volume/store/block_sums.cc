@@ -32,11 +32,6 @@ void BlockSums::Erase(uint64_t key) {
   EraseLocked(key);
 }
 
-size_t BlockSums::bytes() const {
-  MutexLock lock(mu_);
-  return bytes_;
-}
-
 void BlockSums::EraseLocked(uint64_t key) {
   auto it = map_.find(key);
   if (it == map_.end()) return;

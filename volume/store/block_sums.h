@@ -45,14 +45,13 @@ class BlockSums {
   std::shared_ptr<const Entry> Find(uint64_t key, const File* file, uint64_t offset);
   void Put(uint64_t key, std::shared_ptr<const Entry> entry);
   void Erase(uint64_t key);
-  size_t bytes() const;
 
  private:
   static size_t Cost(const Entry& e) { return sizeof(Entry) + e.blocks.size() * sizeof(uint64_t); }
   void EraseLocked(uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t max_bytes_;
-  mutable Mutex mu_;
+  Mutex mu_;
   std::list<uint64_t> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
   std::unordered_map<uint64_t, std::pair<std::shared_ptr<const Entry>, std::list<uint64_t>::iterator>> map_
       ABSL_GUARDED_BY(mu_);

@@ -202,7 +202,7 @@ class Volume {
   std::atomic<bool> ordered_read_only_{false};
   std::atomic<bool> broken_{false};  // a failed fdatasync: nothing more is accepted
   mutable std::atomic<uint64_t> checksum_failures_{0};
-  mutable BlockSums block_sums_{4 << 20};  // about 8,000 needles of 4 MiB
+  mutable BlockSums block_sums_{4 << 20};  // about 6,500 needles of 4 MiB (600 bytes each)
 
   // Group commit. appended_seq_ counts appends (never reset, even by vacuum); a leader
   // fdatasyncs for every append with a sequence at or below the one it saw before syncing.
