@@ -105,6 +105,9 @@ within() {
     sleep 0.02
   done
 }
+# expect WHAT GOT WANT / expect_le WHAT GOT MAX: fails the check, saying what it saw.
+expect() { [ "$2" = "$3" ] || { echo "$1: $2, expected $3"; return 1; }; }
+expect_le() { [ "$2" -le "$3" ] || { echo "$1: $2, expected at most $3"; return 1; }; }
 check() {  # check NAME: runs test_NAME in a subshell with set -e
   local name=$1 rc
   # Not as an `if` condition: bash ignores set -e inside one, and only a check's last command
