@@ -138,7 +138,8 @@ test_stat_ls_rm_round_trips() {
   local methods
   methods=$(by_method "$MP1")
   # One process for all 300: a stat process per name took over the 30 s attribute and entry
-  # timeouts of the root and d6 on a loaded CI machine (nice 10 beside two busy cores).
+  # timeouts of the root and d6 on a loaded CI machine (reproduced here at nice 10 beside two
+  # busy loops), and the kernel asked again.
   stat d6/e{1..300} >/dev/null
   expect "filer calls for 300 stats with fresh attributes" "$(($(all_calls "$MP1") - before))" 0 ||
     { diff <(echo "$methods") <(by_method "$MP1"); return 1; }
