@@ -107,6 +107,7 @@ int MountMain(int argc, char** argv) {
   uo.read_only = opts.read_only;
   uo.allow_others = opts.allow_others;
   uo.writeback_cache = opts.writeback_cache;
+  uo.kill_priv_v2 = opts.kill_priv_v2;
   uo.debug = opts.debug;
   uo.max_threads = opts.max_threads;
   uo.attr_timeout = opts.attr_timeout;

@@ -45,6 +45,9 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("attrTimeout", &o.attr_timeout, "attribute cache time, in seconds (the filer's events invalidate sooner)");
   flags.Add("entryTimeout", &o.entry_timeout, "name cache time (also for missing names), in seconds (events invalidate sooner)");
   flags.Add("writebackCache", &o.writeback_cache, "FUSE writeback cache: the kernel gathers small writes");
+  flags.Add("killPrivV2", &o.kill_priv_v2,
+            "the mount clears suid/sgid on write, truncate and chown (FUSE_HANDLE_KILLPRIV_V2), so the kernel "
+            "does not ask for security.capability before every write");
   flags.Add("maxThreads", &o.max_threads, "FUSE worker threads at most");
   flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");
   flags.Add("rpcTimeoutMs", &o.rpc_timeout_ms, "timeout of one metadata RPC, in ms");

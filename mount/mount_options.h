@@ -56,6 +56,8 @@ struct MountOptions {
   double entry_timeout = 30.0;
   // FUSE writeback cache (the kernel gathers writes). Default: false.
   bool writeback_cache = false;
+  // The mount clears suid/sgid itself (FUSE_HANDLE_KILLPRIV_V2; see mount/fuse/raw_io.h). Default: true.
+  bool kill_priv_v2 = true;
   // FUSE worker threads at most. Default: 16.
   int max_threads = 16;
   // Read-ahead window for sequential readers, in MiB; 0 = none. Up to 16 windows are held

@@ -3,8 +3,8 @@
 // fuse_reply_* per request. Callbacks are split by operation group (ops_*.cc); each runs its
 // body through Guarded(), so no exception ever escapes into libfuse.
 //
-// Thread-safety: FuseContext is immutable after the session starts; callbacks run on any FUSE
-// worker thread.
+// Thread-safety: FuseContext is immutable after the session starts (but `raw`, set once by the
+// INIT exchange); callbacks run on any FUSE worker thread.
 #pragma once
 
 #define FUSE_USE_VERSION 314
@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "mount/core/filesystem.h"
+#include "mount/fuse/raw_io.h"
 #include "shared/log.h"
 #include "shared/status.h"
 
@@ -29,6 +30,8 @@ struct FuseContext {
   bool debug = false;
   bool writeback_cache = false;
   uint32_t blksize = 1 << 20;
+  fuse_session* se = nullptr;  // for notifications sent after a reply
+  RawIoState raw;  // the device hook's state (raw_io.h); its atomics are the one mutable part
 
   // FUSE's root is inode 1; the filer's root of the mount is `root`. The two swap places; every
   // other number is the filer's own. The mapping is its own inverse.
@@ -50,6 +53,10 @@ Caller CallerOf(fuse_req_t req);
 void ReplyStatus(fuse_req_t req, const absl::Status& s, const char* op);
 void ReplyEntry(fuse_req_t req, const Attr& a);
 void ReplyAttr(fuse_req_t req, const Attr& a);
+
+// For a request whose "clear suid/sgid" flag is set (raw_io.h): clears the bits a write, truncate
+// or chown clears, if the inode has them. Returns whether it changed the mode.
+absl::StatusOr<bool> ClearSuidGid(FuseContext& c, uint64_t ino);
 
 // Runs body; an escaping exception is logged and answered with EIO. body must reply exactly
 // once as its last action, so a throw can only happen before any reply.

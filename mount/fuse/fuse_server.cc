@@ -60,6 +60,7 @@ FuseServer::FuseServer(Filesystem* fs, FuseOptions options) : fs_(fs), opts_(std
   ctx_.root = fs_->root();
   ctx_.debug = opts_.debug;
   ctx_.writeback_cache = opts_.writeback_cache;
+  ctx_.raw.want_killpriv_v2 = opts_.kill_priv_v2;
 }
 
 FuseServer::~FuseServer() {
@@ -98,6 +99,8 @@ absl::Status FuseServer::Mount() {
   }
   mounted_ = true;
   conn_id_ = ConnectionId(opts_.mountpoint);
+  if (absl::Status s = InstallRawIo(se_); !s.ok()) return s;
+  ctx_.se = se_;
   return absl::OkStatus();
 }
 

@@ -26,6 +26,7 @@ struct FuseOptions {
   bool read_only = false;
   bool allow_others = false;
   bool writeback_cache = false;
+  bool kill_priv_v2 = true;  // see raw_io.h
   bool debug = false;
   int max_threads = 16;
   double attr_timeout = 1.0;

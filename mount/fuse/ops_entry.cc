@@ -86,6 +86,17 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_set, fuse_f
       valid |= filer::SET_ATTR_CTIME;
       r.set_ctime_ns(st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec);
     }
+    if (RequestKillsSuidGid() && (valid & filer::SET_ATTR_MODE) == 0) {
+      // A truncate by a process without CAP_FSETID, or a chown of anything but a directory: the
+      // same filer call clears the bits.
+      auto cur = c.fs->GetAttr(c.ToFiler(ino));
+      if (!cur.ok()) return ReplyStatus(req, cur.status(), "setattr");
+      uint32_t mode = cur->mode() & 07777;
+      if (ModeWithoutSuidGid(mode) != mode) {
+        valid |= filer::SET_ATTR_MODE;
+        r.set_mode(ModeWithoutSuidGid(mode));
+      }
+    }
     r.set_valid(valid);
     auto a = c.fs->SetAttr(c.ToFiler(ino), r);
     if (!a.ok()) return ReplyStatus(req, a.status(), "setattr");

@@ -57,12 +57,21 @@ void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi
   });
 }
 
-void Write(fuse_req_t req, fuse_ino_t, const char* data, size_t size, off_t off, fuse_file_info* fi) {
+void Write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off, fuse_file_info* fi) {
   Guarded(req, "write", [&] {
     FuseContext& c = *Ctx(req);
+    bool cleared = false;
+    if (RequestKillsSuidGid()) {
+      auto k = ClearSuidGid(c, c.ToFiler(ino));
+      if (!k.ok()) return ReplyStatus(req, k.status(), "write");
+      cleared = *k;
+    }
     absl::Status s = c.fs->Write(fi->fh, static_cast<uint64_t>(off), std::string_view(data, size));
     if (!s.ok()) return ReplyStatus(req, s, "write");
     fuse_reply_write(req, size);
+    // The kernel keeps the mode it had (a WRITE reply carries no attributes): tell it, after the
+    // reply, so an exec does not see the old suid bit.
+    if (cleared) fuse_lowlevel_notify_inval_inode(c.se, ino, -1, 0);
   });
 }
 

@@ -29,7 +29,8 @@ void Init(void* userdata, fuse_conn_info* conn) {
   // the processes of one machine.
   conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
   conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
-  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;  // V2 instead, when the kernel offers it (raw_io.h)
+  conn->want &= ~FUSE_CAP_SPLICE_READ;      // the device hook reads each request with read(2)
   // Page-cache invalidation is explicit: keep_cache on open (close-to-open by version) and
   // notify_inval_inode from the event stream. Automatic invalidation on every mtime change
   // would drop the pages of a file after each of this mount's own writes.

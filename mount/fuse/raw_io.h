@@ -1,0 +1,50 @@
+// The mount's own read and write of /dev/fuse (libfuse's custom I/O hook), for the two things
+// Debian 12's libfuse (3.14) does not do:
+//
+// - It cannot ask for FUSE_HANDLE_KILLPRIV_V2. Without it the kernel asks the filesystem for
+//   the file's security.capability before every write (a GETXATTR round trip per WRITE: half of
+//   the requests of 4 KiB random writes). With it the kernel remembers that a file has no
+//   capability and no suid/sgid bit (S_NOSEC) and asks once, and the filesystem clears the
+//   suid and sgid bits itself on write, truncate and chown. The hook sets the flag in the INIT
+//   reply when the kernel offered it.
+// - It drops the "clear suid/sgid" flag of a WRITE (FUSE_WRITE_KILL_SUIDGID) and of a SETATTR
+//   (FATTR_KILL_SUIDGID). The hook reads it from the request and keeps it for the worker thread
+//   that read the request: libfuse's loop processes a request on the thread that read it.
+//
+// Thread-safety: the hooks run on any FUSE worker thread; RequestKillsSuidGid is per thread.
+#pragma once
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+namespace kelp::mount::fuse {
+
+struct RawIoState {
+  bool want_killpriv_v2 = true;
+  std::atomic<uint64_t> init_unique{0};  // the INIT request whose reply gets the flag; 0: none
+  std::atomic<bool> killpriv_v2{false};  // the reply went out with it
+};
+
+// Installs the hook on a mounted session (after fuse_session_mount, before the loop starts). Its
+// state is the session's FuseContext::raw.
+absl::Status InstallRawIo(fuse_session* se);
+
+// Whether the request this thread is processing asks the filesystem to clear the suid and sgid
+// bits (the kernel sets it for a write or truncate by a process without CAP_FSETID, and for a
+// chown of anything but a directory).
+bool RequestKillsSuidGid();
+
+// The mode after clearing what a write, truncate or chown clears: suid always, sgid when the
+// group may execute (sgid without group execute marks mandatory locking, and stays).
+inline uint32_t ModeWithoutSuidGid(uint32_t mode) {
+  uint32_t m = mode & ~04000u;
+  if ((m & 02010u) == 02010u) m &= ~02000u;
+  return m;
+}
+
+}  // namespace kelp::mount::fuse
