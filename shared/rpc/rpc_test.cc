@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -146,6 +148,45 @@ TEST_CASE("rpc: large payloads both ways") {
   auto r = Echo(ch, big);
   REQUIRE(r.ok());
   CHECK(*r == big);
+}
+
+// CPU ticks (utime + stime) of this process's threads whose name starts with prefix.
+long ThreadTicks(std::string_view prefix) {
+  long total = 0;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind(prefix, 0) != 0) continue;
+    std::ifstream stat(t.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    std::istringstream rest(line.substr(line.rfind(')') + 2));  // after "pid (comm) "
+    std::string field;
+    long utime = 0, stime = 0;
+    for (int i = 3; rest >> field; ++i) {  // field 3 is the state
+      if (i == 14) utime = std::stol(field);
+      if (i == 15) {
+        stime = std::stol(field);
+        break;
+      }
+    }
+    total += utime + stime;
+  }
+  return total;
+}
+
+TEST_CASE("rpc: a reply that filled the socket leaves the loop idle once it is sent") {
+  TestServer ts;
+  Channel ch(ts.address(), {});
+  std::string big(8 << 20, 'x');  // more than the socket takes at once: EPOLLOUT gets armed
+  for (int i = 0; i < 3; ++i) REQUIRE(Echo(ch, big).ok());
+  REQUIRE(*Echo(ch, "small") == "small");
+  long before = ThreadTicks("rpc-test-l");
+  std::this_thread::sleep_for(1s);
+  long used = ThreadTicks("rpc-test-l") - before;
+  INFO("the loops used " << used << " ticks of " << sysconf(_SC_CLK_TCK) << " per second while idle");
+  CHECK(used < sysconf(_SC_CLK_TCK) / 10);  // a loop spinning on EPOLLOUT burns the whole second
 }
 
 TEST_CASE("rpc: a call past its deadline fails alone and the connection goes on") {

@@ -216,6 +216,9 @@ class ServerConn {
     if (closed_) return false;
     write_armed_ = false;
     FlushLocked();
+    // Drained: take EPOLLOUT out of the interest set. Left in, a level-triggered EPOLLOUT on a
+    // socket with room fires on every epoll_wait, and the loop spins on a whole core.
+    if (!closed_ && !write_armed_) UpdateInterestLocked();
     return !closed_;
   }
   size_t pending_output() const {
