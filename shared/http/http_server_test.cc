@@ -391,7 +391,7 @@ TEST_CASE("out of file descriptors the server neither spins nor stops serving") 
   REQUIRE(child >= 0);
   if (child == 0) {
     // Async-signal-safe calls only: a thread of the parent may have held malloc's lock at the
-    // fork, and a child that allocates can then hang (a full ASan run timed out here once).
+    // fork, and a child that allocates could then hang.
     rlimit high = old;
     setrlimit(RLIMIT_NOFILE, &high);
     int fds[50];
