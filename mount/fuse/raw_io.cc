@@ -15,6 +15,15 @@ namespace {
 
 thread_local bool t_kill_suidgid = false;
 
+// Whether the request body (a struct In) has bit set in its field; false when it is too short.
+template <typename In>
+bool HasFlag(const char* body, size_t len, uint32_t In::*field, uint32_t bit) {
+  In in;
+  if (len < sizeof in) return false;
+  std::memcpy(&in, body, sizeof in);
+  return (in.*field & bit) != 0;
+}
+
 // Reads one request; notes INIT's offer and a request's "clear suid/sgid" flag.
 ssize_t Read(int fd, void* buf, size_t len, void* userdata) {
   ssize_t n = ::read(fd, buf, len);
@@ -26,22 +35,12 @@ ssize_t Read(int fd, void* buf, size_t len, void* userdata) {
   const char* body = p + sizeof h;
   size_t body_len = static_cast<size_t>(n) - sizeof h;
   switch (h.opcode) {
-    case FUSE_WRITE: {
-      fuse_write_in w;
-      if (body_len >= sizeof w) {
-        std::memcpy(&w, body, sizeof w);
-        t_kill_suidgid = (w.write_flags & FUSE_WRITE_KILL_SUIDGID) != 0;
-      }
+    case FUSE_WRITE:
+      t_kill_suidgid = HasFlag(body, body_len, &fuse_write_in::write_flags, FUSE_WRITE_KILL_SUIDGID);
       break;
-    }
-    case FUSE_SETATTR: {
-      fuse_setattr_in s;
-      if (body_len >= sizeof s) {
-        std::memcpy(&s, body, sizeof s);
-        t_kill_suidgid = (s.valid & FATTR_KILL_SUIDGID) != 0;
-      }
+    case FUSE_SETATTR:
+      t_kill_suidgid = HasFlag(body, body_len, &fuse_setattr_in::valid, FATTR_KILL_SUIDGID);
       break;
-    }
     case FUSE_INIT: {
       fuse_init_in in;  // the kernel's offer; older kernels send a shorter struct
       std::memset(&in, 0, sizeof in);
