@@ -62,17 +62,12 @@ void ReplyEntry(fuse_req_t req, const Attr& a) {
   fuse_reply_entry(req, &e);
 }
 
-absl::StatusOr<bool> ClearSuidGid(FuseContext& c, uint64_t ino) {
+absl::StatusOr<std::optional<uint32_t>> ModeToClearSuidGid(FuseContext& c, uint64_t ino) {
   auto cur = c.fs->GetAttr(ino);
   if (!cur.ok()) return cur.status();
   uint32_t mode = cur->mode() & 07777;
-  if (ModeWithoutSuidGid(mode) == mode) return false;
-  filer::SetAttrRequest r;
-  r.set_valid(filer::SET_ATTR_MODE);
-  r.set_mode(ModeWithoutSuidGid(mode));
-  auto a = c.fs->SetAttr(ino, r);
-  if (!a.ok()) return a.status();
-  return true;
+  if (ModeWithoutSuidGid(mode) == mode) return std::nullopt;
+  return ModeWithoutSuidGid(mode);
 }
 
 void ReplyAttr(fuse_req_t req, const Attr& a) {

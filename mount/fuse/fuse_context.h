@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "mount/core/filesystem.h"
@@ -54,9 +55,9 @@ void ReplyStatus(fuse_req_t req, const absl::Status& s, const char* op);
 void ReplyEntry(fuse_req_t req, const Attr& a);
 void ReplyAttr(fuse_req_t req, const Attr& a);
 
-// For a request whose "clear suid/sgid" flag is set (raw_io.h): clears the bits a write, truncate
-// or chown clears, if the inode has them. Returns whether it changed the mode.
-absl::StatusOr<bool> ClearSuidGid(FuseContext& c, uint64_t ino);
+// For a request whose "clear suid/sgid" flag is set (raw_io.h): the inode's mode without the bits
+// a write, truncate or chown clears, or nullopt when it has none of them.
+absl::StatusOr<std::optional<uint32_t>> ModeToClearSuidGid(FuseContext& c, uint64_t ino);
 
 // Runs body; an escaping exception is logged and answered with EIO. body must reply exactly
 // once as its last action, so a throw can only happen before any reply.

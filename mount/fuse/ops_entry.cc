@@ -89,12 +89,11 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_set, fuse_f
     if (RequestKillsSuidGid() && (valid & filer::SET_ATTR_MODE) == 0) {
       // A truncate by a process without CAP_FSETID, or a chown of anything but a directory: the
       // same filer call clears the bits.
-      auto cur = c.fs->GetAttr(c.ToFiler(ino));
-      if (!cur.ok()) return ReplyStatus(req, cur.status(), "setattr");
-      uint32_t mode = cur->mode() & 07777;
-      if (ModeWithoutSuidGid(mode) != mode) {
+      auto mode = ModeToClearSuidGid(c, c.ToFiler(ino));
+      if (!mode.ok()) return ReplyStatus(req, mode.status(), "setattr");
+      if (*mode) {
         valid |= filer::SET_ATTR_MODE;
-        r.set_mode(ModeWithoutSuidGid(mode));
+        r.set_mode(**mode);
       }
     }
     r.set_valid(valid);

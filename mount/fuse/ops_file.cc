@@ -62,9 +62,16 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t 
     FuseContext& c = *Ctx(req);
     bool cleared = false;
     if (RequestKillsSuidGid()) {
-      auto k = ClearSuidGid(c, c.ToFiler(ino));
-      if (!k.ok()) return ReplyStatus(req, k.status(), "write");
-      cleared = *k;
+      auto mode = ModeToClearSuidGid(c, c.ToFiler(ino));
+      if (!mode.ok()) return ReplyStatus(req, mode.status(), "write");
+      if (*mode) {
+        filer::SetAttrRequest r;
+        r.set_valid(filer::SET_ATTR_MODE);
+        r.set_mode(**mode);
+        auto a = c.fs->SetAttr(c.ToFiler(ino), r);
+        if (!a.ok()) return ReplyStatus(req, a.status(), "write");
+        cleared = true;
+      }
     }
     absl::Status s = c.fs->Write(fi->fh, static_cast<uint64_t>(off), std::string_view(data, size));
     if (!s.ok()) return ReplyStatus(req, s, "write");

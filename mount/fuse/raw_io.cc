@@ -72,7 +72,6 @@ ssize_t Writev(int fd, struct iovec* iov, int count, void* userdata) {
       flags |= FUSE_HANDLE_KILLPRIV_V2;
       std::memcpy(out, &flags, sizeof flags);
       raw->init_unique.store(0);
-      raw->killpriv_v2.store(true);
     }
   }
   return ::writev(fd, iov, count);

@@ -27,7 +27,6 @@ namespace kelp::mount::fuse {
 struct RawIoState {
   bool want_killpriv_v2 = true;
   std::atomic<uint64_t> init_unique{0};  // the INIT request whose reply gets the flag; 0: none
-  std::atomic<bool> killpriv_v2{false};  // the reply went out with it
 };
 
 // Installs the hook on a mounted session (after fuse_session_mount, before the loop starts). Its
