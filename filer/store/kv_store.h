@@ -155,6 +155,10 @@ struct RocksKvOptions {
   // buffer (manual_wal_flush) instead of handing each to the OS, so a kill -9 loses what a
   // power cut would: every write not covered by a synced write or Sync(). Default: false.
   bool testing_power_cut = false;
+  // The WAL is written over zeros laid down this many MiB ahead of it (-store.walZeroAheadMB),
+  // so a synced write is one device flush without a file system journal commit
+  // (filer/store/zeroed_wal.h); 0 appends to the WAL as RocksDB does. Default: 4.
+  uint32_t wal_zero_ahead_mb = 4;
   // Writes that add data are refused with ENOSPC once the store's file system has less than
   // this many bytes free (default 16 MiB), so RocksDB never meets a full disk (Debian's build aborts on a
   // failed WAL write); deletes still go through, so space can be freed, and so does

@@ -13,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "filer/store/kv_store.h"
+#include "filer/store/zeroed_wal.h"
 #include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "shared/status.h"
@@ -63,9 +64,10 @@ class RocksIterator : public KvIterator {
 
 class RocksKvStore : public KvStore {
  public:
-  RocksKvStore(std::unique_ptr<rocksdb::DB> db, std::shared_ptr<rocksdb::Statistics> stats, std::string dir,
-               uint64_t min_free_bytes)
-      : db_(std::move(db)),
+  RocksKvStore(std::unique_ptr<rocksdb::Env> env, std::unique_ptr<rocksdb::DB> db,
+               std::shared_ptr<rocksdb::Statistics> stats, std::string dir, uint64_t min_free_bytes)
+      : env_(std::move(env)),
+        db_(std::move(db)),
         stats_(std::move(stats)),
         dir_(std::move(dir)),
         min_free_bytes_(min_free_bytes),
@@ -203,6 +205,8 @@ class RocksKvStore : public KvStore {
     }
   }
 
+  // The Env the DB was opened with (null: RocksDB's default); outlives db_.
+  std::unique_ptr<rocksdb::Env> env_;
   std::unique_ptr<rocksdb::DB> db_;
   SharedMutex require_mu_;
   std::shared_ptr<rocksdb::Statistics> stats_;
@@ -221,6 +225,13 @@ class RocksKvStore : public KvStore {
 absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir,
                                                           const RocksKvOptions& options) {
   rocksdb::Options opts;
+  std::unique_ptr<rocksdb::Env> env;
+  if (options.wal_zero_ahead_mb > 0) {
+    ZeroedWalOptions z;
+    z.ahead_bytes = uint64_t{options.wal_zero_ahead_mb} << 20;
+    env = rocksdb::NewCompositeEnv(NewZeroedWalFileSystem(rocksdb::FileSystem::Default(), z));
+    opts.env = env.get();
+  }
   opts.create_if_missing = true;
   opts.IncreaseParallelism(2);
   opts.OptimizeLevelStyleCompaction(options.memtable_budget_bytes);
@@ -244,8 +255,8 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);
   if (!s.ok()) return absl::UnavailableError(StrCat("open RocksDB at ", dir, ": ", s.ToString()));
-  return std::unique_ptr<KvStore>(new RocksKvStore(std::unique_ptr<rocksdb::DB>(raw), opts.statistics, dir,
-                                                   options.min_free_bytes));
+  return std::unique_ptr<KvStore>(new RocksKvStore(std::move(env), std::unique_ptr<rocksdb::DB>(raw),
+                                                   opts.statistics, dir, options.min_free_bytes));
 }
 
 }  // namespace kelp::filer
