@@ -35,6 +35,10 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("journalMaxKB", &o.journal_max_kb,
             "an fsync of at most this many dirty KiB of a file journals them with its metadata (one device "
             "flush); 0 = never");
+  flags.Add("syncAheadKB", &o.sync_ahead_kb,
+            "an fsync that commits new data also starts durable commits of other open files' small dirty data "
+            "(each within -journalMaxKB), up to this many KiB in all, so their own fsyncs find it done and the "
+            "filer syncs its WAL once for several; 0 = never");
   flags.Add("replication", &o.replication, "replication \"xyz\" of new chunks (empty = filer default)");
   flags.Add("collection", &o.collection, "collection of new chunks");
   flags.Add("readOnly", &o.read_only, "mount read-only");

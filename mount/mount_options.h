@@ -33,6 +33,7 @@ struct MountOptions {
   // (journaled with the metadata: one device flush) instead of uploading them to a volume
   // server first; 0 = always upload. At most 1024. Default: 256.
   uint64_t journal_max_kb = 256;
+  uint64_t sync_ahead_kb = 1024;
   // Replication of new chunks ("xyz", as SeaweedFS); empty = the filer's default.
   std::string replication;
   // Collection of new chunks; empty = none.

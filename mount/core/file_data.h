@@ -141,6 +141,16 @@ class FileData : public std::enable_shared_from_this<FileData> {
 
   uint64_t size() const;
   uint64_t dirty_bytes() const;
+  // For Filesystem::SyncAhead. When an fsync now would journal the dirty bytes in its commit
+  // (at most max of them; no flush running, no upload in flight or owed a sync, no error to
+  // report) and no commit ahead is queued yet: marks one queued and returns the bytes; else 0.
+  uint64_t ClaimSyncAhead(uint64_t max);
+  // The queued commit ahead: the fsync the program would make, so its own fsync then waits for
+  // this one and finds nothing new. False when there was nothing left to commit. A failure
+  // keeps the data pending: the program's fsync commits it and reports the error.
+  absl::StatusOr<bool> SyncAhead();
+  // A claimed commit ahead that will not run.
+  void CancelSyncAhead();
   // Whether a change of the filer's content to `version` is (or may be) this mount's own: a
   // version it already knows, or one a commit of ours still in flight may produce. Events
   // for it need not drop the kernel's page cache.
@@ -255,6 +265,7 @@ class FileData : public std::enable_shared_from_this<FileData> {
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // first failed background upload, until reported
   std::set<uint32_t> unsynced_ ABSL_GUARDED_BY(mu_);  // volumes of lazy uploads since the last sync
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  bool sync_ahead_queued_ ABSL_GUARDED_BY(mu_) = false;
   int commits_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   // Attribute changes made here for the next commit, with concrete times (no *_NOW bits) and
   // CTIME set: applied over the filer's attributes by OverlayAttr.

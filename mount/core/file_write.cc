@@ -176,6 +176,32 @@ void FileData::CommitInBackground() {
   cv_.NotifyAll();
 }
 
+uint64_t FileData::ClaimSyncAhead(uint64_t max) {
+  MutexLock lock(mu_);
+  if (sync_ahead_queued_ || flushing_ || dirty_.empty() || !inflight_.empty() || !unsynced_.empty() || !error_.ok()) {
+    return 0;
+  }
+  uint64_t bytes = dirty_.bytes();
+  if (bytes > std::min({max, ctx_->journal_max, uint64_t{filer::kMaxJournalCommit}})) return 0;
+  sync_ahead_queued_ = true;
+  return bytes;
+}
+
+absl::StatusOr<bool> FileData::SyncAhead() {
+  {
+    MutexLock lock(mu_);
+    sync_ahead_queued_ = false;
+    if (dirty_.empty()) return false;  // the program's own fsync (or a close) came first
+  }
+  RETURN_IF_ERROR(Flush(true));
+  return true;
+}
+
+void FileData::CancelSyncAhead() {
+  MutexLock lock(mu_);
+  sync_ahead_queued_ = false;
+}
+
 bool FileData::InlineEligibleLocked() const {
   return ctx_->max_inline > 0 && size_ <= ctx_->max_inline && loaded_ && committed_.empty() && pending_.empty() &&
          inflight_.empty() && error_.ok();

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "mount/core/event_subscriber.h"
+#include "shared/metrics.h"
 #include "shared/log.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -24,6 +25,10 @@ Filesystem::Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, F
       session_(meta) {
   upload_pool_ = std::make_unique<ThreadPool>("kelp-upload", opts_.concurrent_writers, opts_.concurrent_writers * 2);
   prefetch_pool_ = std::make_unique<ThreadPool>("kelp-prefetch", 4, 64);
+  // As many commits at once as the filer's write group usually takes in one WAL sync.
+  sync_ahead_pool_ = std::make_unique<ThreadPool>("kelp-syncahead", kSyncAheadThreads, 1024);
+  sync_ahead_files_ = MetricsRegistry::Default().GetCounter(
+      "kelp_mount_sync_ahead_files_total", "files whose small dirty data an fsync of another file committed durably");
   ChunkFetcher::Options fo;
   fo.window = opts_.read_ahead;
   fetcher_ = std::make_unique<ChunkFetcher>(blobs_, cache, prefetch_pool_.get(), fo);
@@ -98,6 +103,7 @@ absl::Status Filesystem::FlushAll() {
 
 void Filesystem::Stop() {
   if (stopped_.exchange(true)) return;
+  sync_ahead_pool_->Stop();  // runs the commits ahead already queued
   FlushAll().IgnoreError();
   if (subscriber_) subscriber_->Stop();
   upload_pool_->Stop();

@@ -23,16 +23,16 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "mount/core/clients.h"
 #include "mount/core/chunk_fetcher.h"
+#include "mount/core/clients.h"
 #include "mount/core/dir_listings.h"
 #include "mount/core/file_data.h"
-#include "mount/core/clients.h"
 #include "mount/core/filer_session.h"
 #include "mount/core/inode_table.h"
 #include "mount/core/meta_cache.h"
 #include "mount/core/read_pattern.h"
 #include "mount/core/write_budget.h"
+#include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "shared/thread_pool.h"
 
@@ -64,6 +64,9 @@ struct FsOptions {
   // An fsync of at most this many dirty bytes of a file journals them in its commit (one
   // device flush, at the filer); 0 = never (-journalMaxKB).
   uint64_t journal_max = 256 << 10;
+  // An fsync that commits new data starts durable commits of other open files whose dirty
+  // data an fsync would journal, up to this many bytes in all (-syncAheadKB); 0 = never.
+  uint64_t sync_ahead = 1 << 20;
   // Blobs of closed files uploaded without fsync are synced on their volume servers about
   // this long after the close (VolumeSet::StartWriteback); 0 = only by the next fsync.
   std::chrono::milliseconds writeback_interval{1000};
@@ -86,6 +89,8 @@ struct OpenResult {
 
 class Filesystem {
  public:
+  // Commits SyncAhead runs at once: about what the filer's write group takes in one WAL sync.
+  static constexpr size_t kSyncAheadThreads = 8;
   // meta and blobs must outlive this; cache may be null.
   Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options);
   ~Filesystem();
@@ -198,6 +203,9 @@ class Filesystem {
   void NoteOwnEntry(uint64_t parent, std::string_view name);
   bool TakeOwnEntry(uint64_t parent, std::string_view name);
   void OnWritePressure();
+  // After an fsync of `synced` that committed new data: durable commits, in the background,
+  // of other open files' small dirty data (FsOptions::sync_ahead).
+  void SyncAhead(const FileData* synced);
   absl::Status CheckWritable() const;
   // (mode, gid) of a directory, for set-group-ID inheritance.
   std::optional<std::pair<uint32_t, uint32_t>> ParentModeGid(uint64_t parent);
@@ -216,12 +224,15 @@ class Filesystem {
   WriteBudget budget_;
   std::unique_ptr<ThreadPool> upload_pool_;
   std::unique_ptr<ThreadPool> prefetch_pool_;
+  std::unique_ptr<ThreadPool> sync_ahead_pool_;
+  Counter* sync_ahead_files_;
   std::unique_ptr<ChunkFetcher> fetcher_;
   FileContext file_ctx_;
   FilerSession session_;
   std::unique_ptr<EventSubscriber> subscriber_;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> pressure_running_{false};
+  std::atomic<int> fsyncs_running_{0};  // Fsync calls in progress (not the commits ahead)
 
   // The locks of the Filesystem itself are leaves (nothing is taken under them); the order of
   // the mount's locks as a whole is written at DirHandle (fs_dirs.cc), the one held over others.

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -285,6 +286,57 @@ TEST_CASE("a change through one mount invalidates the other mount's kernel cache
   REQUIRE(one.Release(r->fh).ok());
   one.Stop();
   two.Stop();
+}
+
+TEST_CASE("an fsync that commits new data commits other open files' small dirty data ahead, durably") {
+  FsEnv e;  // -syncAheadKB: 1 MiB
+  Caller c;
+  auto a = e.fs->Create(e.fs->root(), "a", 0644, O_CREAT | O_RDWR, c);
+  auto b = e.fs->Create(e.fs->root(), "b", 0644, O_CREAT | O_RDWR, c);
+  auto big = e.fs->Create(e.fs->root(), "big", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE((a.ok() && b.ok() && big.ok()));
+  const std::string b_data(5000, 'b');  // over the inline size: journaled by an fsync
+  REQUIRE(e.fs->Write(a->fh, 0, "aaa").ok());
+  REQUIRE(e.fs->Write(b->fh, 0, b_data).ok());
+  REQUIRE(e.fs->Write(big->fh, 0, std::string(300 << 10, 'x')).ok());  // over -journalMaxKB
+  const uint64_t synced = e.filer.synced_calls();
+  REQUIRE(e.fs->Fsync(a->fh, false).ok());
+  // b's commit runs in the background, with a WAL sync of its own asked for.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto b_size = [&] { return e.filer.core()->GetAttr(b->attr.ino())->size(); };
+  while ((b_size() != b_data.size() || e.filer.synced_calls() < synced + 2) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(b_size() == b_data.size());
+  REQUIRE(e.filer.synced_calls() == synced + 2);
+  // A file whose fsync would upload is left to that fsync.
+  CHECK(e.filer.core()->GetAttr(big->attr.ino())->size() == 0);
+  // b's own fsync then finds nothing new: no call at all.
+  const uint64_t calls = e.filer.total_calls();
+  REQUIRE(e.fs->Fsync(b->fh, false).ok());
+  CHECK(e.filer.total_calls() == calls);
+  CHECK(ReadFh(*e.fs, b->fh, 10000) == b_data);
+  for (uint64_t fh : {a->fh, b->fh, big->fh}) REQUIRE(e.fs->Release(fh).ok());
+}
+
+TEST_CASE("-syncAheadKB=0: an fsync commits its own file only") {
+  FsOptions o;
+  o.sync_ahead = 0;
+  FsEnv e(o);
+  Caller c;
+  auto a = e.fs->Create(e.fs->root(), "a", 0644, O_CREAT | O_RDWR, c);
+  auto b = e.fs->Create(e.fs->root(), "b", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE((a.ok() && b.ok()));
+  REQUIRE(e.fs->Write(a->fh, 0, "aaa").ok());
+  REQUIRE(e.fs->Write(b->fh, 0, std::string(5000, 'b')).ok());
+  const uint64_t synced = e.filer.synced_calls();
+  REQUIRE(e.fs->Fsync(a->fh, false).ok());
+  CHECK(e.filer.synced_calls() == synced + 1);
+  CHECK(e.filer.core()->GetAttr(b->attr.ino())->size() == 0);
+  REQUIRE(e.fs->Fsync(b->fh, false).ok());
+  CHECK(e.filer.core()->GetAttr(b->attr.ino())->size() == 5000);
+  for (uint64_t fh : {a->fh, b->fh}) REQUIRE(e.fs->Release(fh).ok());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "filer/client/limits.h"
 #include "mount/core/filesystem.h"
 #include "shared/log.h"
@@ -131,7 +133,38 @@ absl::Status Filesystem::Fsync(uint64_t fh, bool datasync) {
   auto h = Handle(fh);
   if (!h) return PosixError(EBADF, "no such handle");
   (void)datasync;  // both make data and metadata durable: the size is metadata data needs
-  return h->file->Flush(true);
+  const bool changes = opts_.sync_ahead > 0 && h->file->HasLocalChanges();
+  fsyncs_running_.fetch_add(1);
+  absl::Status s = h->file->Flush(true);
+  // Only for an fsync that ran alone: concurrent fsyncs already share the filer's WAL syncs
+  // (its write group), and commits ahead would only add work (sysbench with 16 threads: -10 %).
+  if (s.ok() && changes && fsyncs_running_.load() == 1) SyncAhead(h->file.get());
+  fsyncs_running_.fetch_sub(1);
+  return s;
+}
+
+void Filesystem::SyncAhead(const FileData* synced) {
+  // Oldest inode first: a program that fsyncs its files one after another usually goes in the
+  // order it made them (sysbench, a database's checkpoint), so the next fsyncs find theirs done.
+  std::vector<std::shared_ptr<FileData>> picked;
+  uint64_t budget = opts_.sync_ahead;
+  auto files = inodes_.OpenFiles();
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a->ino() < b->ino(); });
+  for (auto& f : files) {
+    if (f.get() == synced) continue;
+    uint64_t n = f->ClaimSyncAhead(budget);
+    if (n == 0) continue;
+    budget -= n;
+    picked.push_back(std::move(f));
+  }
+  for (auto& f : picked) {
+    bool queued = sync_ahead_pool_->TrySubmit([f, counter = sync_ahead_files_] {
+      absl::StatusOr<bool> done = f->SyncAhead();
+      if (!done.ok()) spdlog::warn("inode {}: commit ahead of its fsync: {}", f->ino(), done.status());
+      if (done.ok() && *done) counter->Inc();
+    });
+    if (!queued) f->CancelSyncAhead();  // a full queue (or a stopping mount): its own fsync commits it
+  }
 }
 
 absl::Status Filesystem::Release(uint64_t fh) {
