@@ -146,8 +146,9 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // report) and no commit ahead is queued yet: marks one queued and returns the bytes; else 0.
   uint64_t ClaimSyncAhead(uint64_t max);
   // The queued commit ahead: the fsync the program would make, so its own fsync then waits for
-  // this one and finds nothing new. False when there was nothing left to commit. A failure
-  // keeps the data pending: the program's fsync commits it and reports the error.
+  // this one and finds nothing new. False when it did not go (nothing left to commit, or no
+  // longer a journaled commit). A failure keeps the data pending: the program's fsync commits
+  // it and reports the error.
   absl::StatusOr<bool> SyncAhead();
   // A claimed commit ahead that will not run.
   void CancelSyncAhead();
@@ -216,6 +217,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
                        const std::vector<std::pair<uint64_t, uint64_t>>& covered);
 
   // ---- file_write.cc ----
+  // Flush, or with ahead a commit ahead of the program's fsync (SyncAhead): that one goes only
+  // when it journals the dirty bytes (or writes them inline) with nothing else owed, else
+  // returns false, and it leaves an upload's error for the program's own flush to report.
+  absl::StatusOr<bool> FlushImpl(bool sync, bool ahead);
   // Starts an upload of extents (taken from dirty_) in the background, or runs it here.
   std::shared_ptr<Upload> NewUploadLocked(std::vector<Extent> extents) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Packs up's extents into blobs and stores them. durable: with fsync (the last upload of an

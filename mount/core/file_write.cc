@@ -193,8 +193,7 @@ absl::StatusOr<bool> FileData::SyncAhead() {
     sync_ahead_queued_ = false;
     if (dirty_.empty()) return false;  // the program's own fsync (or a close) came first
   }
-  RETURN_IF_ERROR(Flush(true));
-  return true;
+  return FlushImpl(true, true);
 }
 
 void FileData::CancelSyncAhead() {
@@ -207,7 +206,9 @@ bool FileData::InlineEligibleLocked() const {
          inflight_.empty() && error_.ok();
 }
 
-absl::Status FileData::Flush(bool sync) {
+absl::Status FileData::Flush(bool sync) { return FlushImpl(sync, false).status(); }
+
+absl::StatusOr<bool> FileData::FlushImpl(bool sync, bool ahead) {
   {
     MutexLock lock(mu_);
     while (flushing_) cv_.Wait(lock);
@@ -229,6 +230,18 @@ absl::Status FileData::Flush(bool sync) {
   uint64_t barrier;
   {
     MutexLock lock(mu_);
+    if (ahead) {
+      // Only what this fsync would journal (or write inline), decided under the same lock as
+      // the taking of the bytes: writes since the claim may have made it an upload.
+      bool journaled = !dirty_.empty() && inflight_.empty() && unsynced_.empty() && error_.ok() &&
+                       (InlineEligibleLocked() ||
+                        dirty_.bytes() <= std::min<uint64_t>(ctx_->journal_max, filer::kMaxJournalCommit));
+      if (!journaled) {
+        flushing_ = false;
+        cv_.NotifyAll();
+        return false;
+      }
+    }
     if (!dirty_.empty()) {
       uint64_t bytes = dirty_.bytes();
       if (InlineEligibleLocked()) {
@@ -259,8 +272,11 @@ absl::Status FileData::Flush(bool sync) {
   {
     MutexLock lock(mu_);
     while (!inflight_.empty() && inflight_.begin()->first <= barrier) cv_.Wait(lock);
-    result = error_;
-    error_ = absl::OkStatus();
+    // A commit ahead leaves an upload's error to the program's own flush to report.
+    if (!ahead) {
+      result = error_;
+      error_ = absl::OkStatus();
+    }
   }
   // Data before the metadata that points at it: a synced WAL never names a volatile blob.
   if (sync) {
@@ -275,7 +291,8 @@ absl::Status FileData::Flush(bool sync) {
     flushing_ = false;
   }
   cv_.NotifyAll();
-  return result;
+  RETURN_IF_ERROR(result);
+  return true;
 }
 
 absl::Status FileData::SyncUploads() {
