@@ -320,7 +320,7 @@ TEST_CASE("an fsync that commits new data commits other open files' small dirty 
   for (uint64_t fh : {a->fh, b->fh, big->fh}) REQUIRE(e.fs->Release(fh).ok());
 }
 
-TEST_CASE("-syncAheadKB=0: an fsync commits its own file only") {
+TEST_CASE("with syncAheadKB 0 an fsync commits its own file only") {
   FsOptions o;
   o.sync_ahead = 0;
   FsEnv e(o);
