@@ -156,7 +156,7 @@ struct RocksKvOptions {
   // power cut would: every write not covered by a synced write or Sync(). Default: false.
   bool testing_power_cut = false;
   // The WAL is written over zeros laid down this many MiB ahead of it (-store.walZeroAheadMB),
-  // so a synced write is one device flush without a file system journal commit
+  // so a synced write overwrites blocks that exist, with no allocation or size change to sync
   // (filer/store/zeroed_wal.h); 0 appends to the WAL as RocksDB does. Default: 4.
   uint32_t wal_zero_ahead_mb = 4;
   // Writes that add data are refused with ENOSPC once the store's file system has less than

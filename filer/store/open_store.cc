@@ -18,7 +18,7 @@ void AddStoreFlags(FlagSet& flags, StoreOptions& o, const std::string& prefix) {
   flags.Add(prefix + "store.connections", &o.connections, "postgres store: connections kept open to the database");
   flags.Add(prefix + "store.walZeroAheadMB", &o.rocks.wal_zero_ahead_mb,
             "rocksdb store: how far ahead of the WAL's writes its file is written with zeros, in MiB, so a synced "
-            "write is one device flush without a file system journal commit (0: plain appends)");
+            "write overwrites blocks that exist, with no allocation or size change to sync (0: plain appends)");
 }
 
 absl::StatusOr<std::unique_ptr<KvStore>> OpenKvStore(const StoreOptions& o) {
