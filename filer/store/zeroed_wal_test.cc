@@ -60,6 +60,19 @@ void WriteAt(const std::string& path, uint64_t off, const std::string& bytes) {
   ::close(fd);
 }
 
+// A zeroed-WAL file system that keeps 1 MiB zeroed ahead.
+std::shared_ptr<rocksdb::FileSystem> OneMiBAheadFileSystem() {
+  ZeroedWalOptions o;
+  o.ahead_bytes = 1 << 20;
+  return NewZeroedWalFileSystem(rocksdb::FileSystem::Default(), o);
+}
+
+std::unique_ptr<rocksdb::FSWritableFile> NewWal(rocksdb::FileSystem& fs, const std::string& path) {
+  std::unique_ptr<rocksdb::FSWritableFile> f;
+  REQUIRE(fs.NewWritableFile(path, rocksdb::FileOptions(), &f, nullptr).ok());
+  return f;
+}
+
 // Opens the store at dir in a child, makes synced puts of k1..kn, and dies without closing it.
 void SyncedPutsThenDie(const std::string& dir, int n) {
   pid_t pid = fork();
@@ -93,11 +106,8 @@ TEST_CASE("zeroed wal: RocksDB's WAL names, and nothing else") {
 TEST_CASE("zeroed wal: writes land inside the zeroed file, and a closed WAL holds exactly them") {
   kelp::testing::TempDir tmp("kelp-zwal");
   const std::string path = tmp.file("000007.log");
-  ZeroedWalOptions o;
-  o.ahead_bytes = 1 << 20;
-  auto fs = NewZeroedWalFileSystem(rocksdb::FileSystem::Default(), o);
-  std::unique_ptr<rocksdb::FSWritableFile> f;
-  REQUIRE(fs->NewWritableFile(path, rocksdb::FileOptions(), &f, nullptr).ok());
+  auto fs = OneMiBAheadFileSystem();
+  auto f = NewWal(*fs, path);
   // The first MiB exists before the first write.
   CHECK(FileSize(path) == (1u << 20));
 
@@ -117,11 +127,8 @@ TEST_CASE("zeroed wal: writes land inside the zeroed file, and a closed WAL hold
 TEST_CASE("zeroed wal: the zeroed region moves ahead of a writer that passed half of it") {
   kelp::testing::TempDir tmp("kelp-zwal-ahead");
   const std::string path = tmp.file("000008.log");
-  ZeroedWalOptions o;
-  o.ahead_bytes = 1 << 20;
-  auto fs = NewZeroedWalFileSystem(rocksdb::FileSystem::Default(), o);
-  std::unique_ptr<rocksdb::FSWritableFile> f;
-  REQUIRE(fs->NewWritableFile(path, rocksdb::FileOptions(), &f, nullptr).ok());
+  auto fs = OneMiBAheadFileSystem();
+  auto f = NewWal(*fs, path);
   const std::string rec(600 << 10, 'x');
   REQUIRE(f->Append(rec, rocksdb::IOOptions(), nullptr).ok());
   // The zeroing thread extends the file to the writer's position plus 1 MiB.
