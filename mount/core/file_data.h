@@ -221,6 +221,9 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // when it journals the dirty bytes (or writes them inline) with nothing else owed, else
   // returns false, and it leaves an upload's error for the program's own flush to report.
   absl::StatusOr<bool> FlushImpl(bool sync, bool ahead);
+  // The dirty bytes when a sync flush now would journal them (or write them inline) with no
+  // upload in flight or owed a sync and no error to report; 0 otherwise.
+  uint64_t JournaledDirtyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts an upload of extents (taken from dirty_) in the background, or runs it here.
   std::shared_ptr<Upload> NewUploadLocked(std::vector<Extent> extents) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Packs up's extents into blobs and stores them. durable: with fsync (the last upload of an

@@ -176,13 +176,18 @@ void FileData::CommitInBackground() {
   cv_.NotifyAll();
 }
 
+uint64_t FileData::JournaledDirtyLocked() const {
+  if (dirty_.empty() || !inflight_.empty() || !unsynced_.empty() || !error_.ok()) return 0;
+  uint64_t bytes = dirty_.bytes();
+  if (!InlineEligibleLocked() && bytes > std::min<uint64_t>(ctx_->journal_max, filer::kMaxJournalCommit)) return 0;
+  return bytes;
+}
+
 uint64_t FileData::ClaimSyncAhead(uint64_t max) {
   MutexLock lock(mu_);
-  if (sync_ahead_queued_ || flushing_ || dirty_.empty() || !inflight_.empty() || !unsynced_.empty() || !error_.ok()) {
-    return 0;
-  }
-  uint64_t bytes = dirty_.bytes();
-  if (bytes > std::min({max, ctx_->journal_max, uint64_t{filer::kMaxJournalCommit}})) return 0;
+  if (sync_ahead_queued_ || flushing_) return 0;
+  uint64_t bytes = JournaledDirtyLocked();
+  if (bytes == 0 || bytes > max) return 0;
   sync_ahead_queued_ = true;
   return bytes;
 }
@@ -230,17 +235,12 @@ absl::StatusOr<bool> FileData::FlushImpl(bool sync, bool ahead) {
   uint64_t barrier;
   {
     MutexLock lock(mu_);
-    if (ahead) {
-      // Only what this fsync would journal (or write inline), decided under the same lock as
-      // the taking of the bytes: writes since the claim may have made it an upload.
-      bool journaled = !dirty_.empty() && inflight_.empty() && unsynced_.empty() && error_.ok() &&
-                       (InlineEligibleLocked() ||
-                        dirty_.bytes() <= std::min<uint64_t>(ctx_->journal_max, filer::kMaxJournalCommit));
-      if (!journaled) {
-        flushing_ = false;
-        cv_.NotifyAll();
-        return false;
-      }
+    // A commit ahead goes only when this fsync would journal (or write inline), decided under
+    // the same lock as the taking of the bytes: writes since the claim may have made it an upload.
+    if (ahead && JournaledDirtyLocked() == 0) {
+      flushing_ = false;
+      cv_.NotifyAll();
+      return false;
     }
     if (!dirty_.empty()) {
       uint64_t bytes = dirty_.bytes();
