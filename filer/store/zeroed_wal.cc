@@ -235,7 +235,7 @@ class ZeroedWalFileSystem : public rocksdb::FileSystemWrapper {
         zeroer_(std::make_shared<Zeroer>(o.ahead_bytes)),
         growing_(MetricsRegistry::Default().GetCounter(
             "kelp_filer_wal_growing_writes_total",
-            "WAL writes past the region zeroed ahead of them (their sync also commits the file system's journal)")) {}
+            "WAL writes past the region zeroed ahead of them (their sync also writes the block allocation and the new size)")) {}
 
   static const char* kClassName() { return "KelpZeroedWalFileSystem"; }
   const char* Name() const override { return kClassName(); }
