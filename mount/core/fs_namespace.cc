@@ -273,7 +273,22 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
   return absl::OkStatus();
 }
 
+namespace {
+
+// Kelp keeps no SELinux labels: on a FUSE mount the kernel labels files by policy (genfs), never
+// by this attribute. Saying EOPNOTSUPP for it, as a file system mounted without label support
+// does, lets `ls -l` stop asking after the first file (coreutils caches "unsupported" per
+// device) instead of sending one GETXATTR per entry. docs/mount.md ("Extended attributes").
+constexpr std::string_view kSelinuxXattr = "security.selinux";
+
+absl::Status SelinuxUnsupported() {
+  return PosixError(EOPNOTSUPP, "security.selinux: kelp keeps no SELinux labels");
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> Filesystem::GetXattr(uint64_t ino, std::string_view name) {
+  if (name == kSelinuxXattr) return SelinuxUnsupported();
   if (cache_.HasNoXattr(ino, name)) return PosixError(ENODATA, "no such attribute (cached)");
   auto v = meta_->GetXattr(ino, name);
   if (!v.ok() && ErrnoOf(v.status()) == ENODATA) cache_.PutNoXattr(ino, name);
@@ -281,6 +296,7 @@ absl::StatusOr<std::string> Filesystem::GetXattr(uint64_t ino, std::string_view 
 }
 
 absl::Status Filesystem::SetXattr(uint64_t ino, std::string_view name, std::string_view value, uint32_t flags) {
+  if (name == kSelinuxXattr) return SelinuxUnsupported();
   RETURN_IF_ERROR(CheckWritable());
   absl::Status s = meta_->SetXattr(ino, name, value, flags);
   listings_.Forget(ino);  // a directory's version moved on, to a number the reply does not say
@@ -291,10 +307,13 @@ absl::Status Filesystem::SetXattr(uint64_t ino, std::string_view name, std::stri
 
 absl::StatusOr<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) {
   if (cache_.HasNoXattrs(ino)) return std::vector<std::string>();
-  return meta_->ListXattr(ino);
+  ASSIGN_OR_RETURN(std::vector<std::string> names, meta_->ListXattr(ino));
+  std::erase(names, kSelinuxXattr);  // one stored through the HTTP API is not shown either
+  return names;
 }
 
 absl::Status Filesystem::RemoveXattr(uint64_t ino, std::string_view name) {
+  if (name == kSelinuxXattr) return SelinuxUnsupported();
   RETURN_IF_ERROR(CheckWritable());
   absl::Status s = meta_->RemoveXattr(ino, name);
   listings_.Forget(ino);

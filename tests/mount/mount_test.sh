@@ -168,6 +168,17 @@ test_xattr_statfs_fifo() {
   getfattr -d xa | grep -q user.k
   setfattr -x user.k xa
   ! getfattr -n user.k xa 2>/dev/null || exit 1
+  # No SELinux labels: EOPNOTSUPP (what lets ls -l stop asking), for reading and for setting.
+  python3 - <<'PY'
+import errno, os
+for call in (lambda: os.getxattr("xa", "security.selinux"),
+             lambda: os.setxattr("xa", "security.selinux", b"system_u:object_r:tmp_t:s0")):
+    try:
+        call()
+        raise SystemExit("security.selinux was not refused")
+    except OSError as e:
+        assert e.errno == errno.EOPNOTSUPP, e
+PY
   df -P . | tail -1 | grep -q .
   mkfifo ff
   test -p ff
