@@ -85,6 +85,7 @@ int MountMain(int argc, char** argv) {
   fo.concurrent_writers = opts.concurrent_writers;
   fo.journal_max = opts.journal_max_kb << 10;
   fo.sync_ahead = opts.sync_ahead_kb << 10;
+  fo.unlink_behind = opts.unlink_behind;
   fo.read_ahead = opts.read_ahead_mb << 20;
   fo.client_name = kelp::StrCat("kelp mount ", opts.dir, " pid ", getpid());
   // No -cacheDir: a directory of this mount's own (several mounts, each with a disk cache).

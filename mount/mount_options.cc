@@ -39,6 +39,10 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
             "an fsync that commits new data also starts durable commits of other open files' small dirty data "
             "(each within -journalMaxKB), up to this many KiB in all, so their own fsyncs find it done and the "
             "filer syncs its WAL once for several; 0 = never");
+  flags.Add("unlinkBehind", &o.unlink_behind,
+            "an unlink of a closed file with one link returns at once and reaches the filer in the background, "
+            "at most this many outstanding (a later change of that directory, its listing or its fsync waits for "
+            "them); 0 = every unlink waits for the filer");
   flags.Add("replication", &o.replication, "replication \"xyz\" of new chunks (empty = filer default)");
   flags.Add("collection", &o.collection, "collection of new chunks");
   flags.Add("readOnly", &o.read_only, "mount read-only");
@@ -65,6 +69,7 @@ absl::Status ValidateMountOptions(MountOptions& o) {
   if (o.chunk_size_limit_mb < 1 || o.chunk_size_limit_mb > 1024) {
     return absl::InvalidArgumentError("-chunkSizeLimitMB must be between 1 and 1024");
   }
+  if (o.unlink_behind > 65536) return absl::InvalidArgumentError("-unlinkBehind must be at most 65536");
   if (o.concurrent_writers < 1 || o.concurrent_writers > 256) {
     return absl::InvalidArgumentError("-concurrentWriters must be between 1 and 256");
   }

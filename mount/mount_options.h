@@ -34,6 +34,7 @@ struct MountOptions {
   // server first; 0 = always upload. At most 1024. Default: 256.
   uint64_t journal_max_kb = 256;
   uint64_t sync_ahead_kb = 1024;
+  uint64_t unlink_behind = 64;
   // Replication of new chunks ("xyz", as SeaweedFS); empty = the filer's default.
   std::string replication;
   // Collection of new chunks; empty = none.

@@ -1,6 +1,7 @@
 #include "mount/mount_options.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -34,6 +35,24 @@ TEST_CASE("default cache dir: one per filer, filer path and mount point, stable 
   unsetenv("TMPDIR");
   CHECK(DefaultCacheDir(a).rfind("/tmp/kelp-cache-", 0) == 0);
   if (old_tmp) setenv("TMPDIR", saved.c_str(), 1);
+}
+
+
+TEST_CASE("flag values out of range are clear errors naming the flag") {
+  char tmpl[] = "/tmp/kelp-flags-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  MountOptions o;
+  o.dir = tmpl;
+  REQUIRE(ValidateMountOptions(o).ok());
+  o.unlink_behind = 65537;
+  absl::Status s = ValidateMountOptions(o);
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()).find("-unlinkBehind") != std::string::npos);
+  o.unlink_behind = 0;  // off
+  CHECK(ValidateMountOptions(o).ok());
+  o.concurrent_writers = 0;
+  CHECK(std::string(ValidateMountOptions(o).message()).find("-concurrentWriters") != std::string::npos);
+  rmdir(tmpl);
 }
 
 }  // namespace kelp::mount

@@ -22,6 +22,7 @@ Filesystem::Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, F
       // stream nothing keeps a listing current.
       track_listings_(opts_.subscribe && (opts_.filer_path.empty() || opts_.filer_path == "/")),
       budget_(opts_.write_buffer),
+      removes_(opts_.unlink_behind),
       session_(meta) {
   upload_pool_ = std::make_unique<ThreadPool>("kelp-upload", opts_.concurrent_writers, opts_.concurrent_writers * 2);
   prefetch_pool_ = std::make_unique<ThreadPool>("kelp-prefetch", 4, 64);
@@ -29,6 +30,12 @@ Filesystem::Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, F
   sync_ahead_pool_ = std::make_unique<ThreadPool>("kelp-syncahead", kSyncAheadThreads, 1024);
   sync_ahead_files_ = MetricsRegistry::Default().GetCounter(
       "kelp_mount_sync_ahead_files_total", "files whose small dirty data an fsync of another file committed durably");
+  unlink_pool_ = std::make_unique<ThreadPool>("kelp-unlink", kUnlinkBehindThreads, opts_.unlink_behind + 1);
+  unlinks_behind_ = MetricsRegistry::Default().GetCounter(
+      "kelp_mount_unlinks_behind_total", "unlinks answered at once and sent to the filer in the background");
+  unlinks_behind_failed_ = MetricsRegistry::Default().GetCounter(
+      "kelp_mount_unlinks_behind_failed_total",
+      "unlinks behind the filer refused (not for a name already gone): the name is shown again");
   ChunkFetcher::Options fo;
   fo.window = opts_.read_ahead;
   fetcher_ = std::make_unique<ChunkFetcher>(blobs_, cache, prefetch_pool_.get(), fo);
@@ -90,6 +97,7 @@ void Filesystem::StartEvents(KernelNotifier* notifier) {
 uint64_t Filesystem::last_event_seq() const { return subscriber_ ? subscriber_->last_seq() : 0; }
 
 absl::Status Filesystem::FlushAll() {
+  removes_.WaitAll();
   absl::Status first;
   for (const auto& f : inodes_.OpenFiles()) {
     absl::Status s = f->Flush(false);
@@ -104,6 +112,7 @@ absl::Status Filesystem::FlushAll() {
 void Filesystem::Stop() {
   if (stopped_.exchange(true)) return;
   sync_ahead_pool_->Stop();  // runs the commits ahead already queued
+  unlink_pool_->Stop();      // sends the unlinks behind already queued
   FlushAll().IgnoreError();
   if (subscriber_) subscriber_->Stop();
   upload_pool_->Stop();

@@ -30,6 +30,7 @@
 #include "mount/core/filer_session.h"
 #include "mount/core/inode_table.h"
 #include "mount/core/meta_cache.h"
+#include "mount/core/pending_removes.h"
 #include "mount/core/read_pattern.h"
 #include "mount/core/write_budget.h"
 #include "shared/metrics.h"
@@ -67,6 +68,10 @@ struct FsOptions {
   // An fsync that commits new data starts durable commits of other open files whose dirty
   // data an fsync would journal, up to this many bytes in all (-syncAheadKB); 0 = never.
   uint64_t sync_ahead = 1 << 20;
+  // An unlink of a file with one link that is not open here is answered at once and sent to
+  // the filer in the background, at most this many at a time (-unlinkBehind); what depends on
+  // it waits for it (PendingRemoves). 0 = every unlink waits for the filer.
+  size_t unlink_behind = 64;
   // Blobs of closed files uploaded without fsync are synced on their volume servers about
   // this long after the close (VolumeSet::StartWriteback); 0 = only by the next fsync.
   std::chrono::milliseconds writeback_interval{1000};
@@ -91,6 +96,8 @@ class Filesystem {
  public:
   // Commits SyncAhead runs at once: about what the filer's write group takes in one WAL sync.
   static constexpr size_t kSyncAheadThreads = 8;
+  // Unlinks behind in flight to the filer at once: several frames per read for its loop.
+  static constexpr size_t kUnlinkBehindThreads = 4;
   // meta and blobs must outlive this; cache may be null.
   Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options);
   ~Filesystem();
@@ -101,7 +108,8 @@ class Filesystem {
   absl::Status Start();
   // Starts the event subscriber (kernel notifications go to notifier, may be null).
   void StartEvents(KernelNotifier* notifier);
-  // Uploads and commits every file's dirty data. Returns the first error.
+  // Uploads and commits every file's dirty data, and waits for the unlinks behind. Returns the
+  // first error.
   absl::Status FlushAll();
   // FlushAll, stop the subscriber and the upload pool, close the session. Idempotent.
   void Stop();
@@ -130,6 +138,8 @@ class Filesystem {
                                 const Caller& caller);
   absl::StatusOr<Attr> Symlink(uint64_t parent, std::string_view name, std::string_view target, const Caller& caller);
   absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name);
+  // With FsOptions::unlink_behind, the unlink of a closed file with one link returns before the
+  // filer has it (see PendingRemoves for what waits for it).
   absl::Status Unlink(uint64_t parent, std::string_view name);
   absl::Status Rmdir(uint64_t parent, std::string_view name);
   absl::Status Rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
@@ -164,8 +174,8 @@ class Filesystem {
   // calling fn until it returns false (buffer full) or the directory ends.
   absl::Status ReadDir(uint64_t dh, uint64_t offset, bool plus, const std::function<bool(const DirItem&)>& fn);
   void ReleaseDir(uint64_t dh);
-  // Namespace changes are committed when their RPC returns; this makes them durable (the
-  // filer syncs its WAL).
+  // Namespace changes are committed when their RPC returns (an unlink behind, when it landed);
+  // this waits for the unlinks behind in ino and makes them durable (the filer syncs its WAL).
   absl::Status FsyncDir(uint64_t ino);
 
   // ---- Events (event_subscriber.cc calls these) ----
@@ -203,6 +213,11 @@ class Filesystem {
   void NoteOwnEntry(uint64_t parent, std::string_view name);
   bool TakeOwnEntry(uint64_t parent, std::string_view name);
   void OnWritePressure();
+  // Unlinks behind (FsOptions::unlink_behind): the inode of (parent, name) when an unlink of it
+  // may be answered before the filer has it, else 0.
+  uint64_t UnlinkBehindIno(uint64_t parent, std::string_view name);
+  // Sends one unlink behind and applies the filer's answer (on an unlink_pool_ thread).
+  void SendUnlinkBehind(uint64_t parent, const std::string& name);
   // After an fsync of `synced` that committed new data: durable commits, in the background,
   // of other open files' small dirty data (FsOptions::sync_ahead).
   void SyncAhead(const FileData* synced);
@@ -226,6 +241,10 @@ class Filesystem {
   std::unique_ptr<ThreadPool> prefetch_pool_;
   std::unique_ptr<ThreadPool> sync_ahead_pool_;
   Counter* sync_ahead_files_;
+  PendingRemoves removes_;
+  std::unique_ptr<ThreadPool> unlink_pool_;
+  Counter* unlinks_behind_;
+  Counter* unlinks_behind_failed_;
   std::unique_ptr<ChunkFetcher> fetcher_;
   FileContext file_ctx_;
   FilerSession session_;

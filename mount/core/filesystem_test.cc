@@ -10,6 +10,7 @@
 
 #include "mount/testing/fake_blob_store.h"
 #include "mount/testing/test_filer.h"
+#include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "shared/status.h"
 
@@ -353,6 +354,123 @@ TEST_CASE("with syncAheadKB 0 an fsync commits its own file only") {
   REQUIRE(e.fs->Fsync(b->fh, false).ok());
   CHECK(e.filer.core()->GetAttr(b->attr.ino())->size() == 5000);
   for (uint64_t fh : {a->fh, b->fh}) REQUIRE(e.fs->Release(fh).ok());
+}
+
+// ---- Unlinks behind (FsOptions::unlink_behind) ----
+
+bool FilerHas(FsEnv& e, std::string_view name) { return e.filer.core()->Lookup(e.fs->root(), name).ok(); }
+
+std::set<std::string> Listed(Filesystem& fs, uint64_t dir) {
+  auto dh = fs.OpenDir(dir);
+  REQUIRE(dh.ok());
+  std::set<std::string> names;
+  REQUIRE(fs.ReadDir(*dh, 0, true, [&](const Filesystem::DirItem& it) {
+                names.insert(it.name);
+                return true;
+              }).ok());
+  fs.ReleaseDir(*dh);
+  return names;
+}
+
+TEST_CASE("an unlink behind returns before the filer has it, and what depends on it waits for it") {
+  FsEnv e;
+  Caller c;
+  REQUIRE(e.fs->MakeNode(e.fs->root(), "f", S_IFREG | 0644, 0, c).ok());
+  REQUIRE(e.fs->MakeNode(e.fs->root(), "g", S_IFREG | 0644, 0, c).ok());
+  e.filer.SetDown(true);
+  // The filer cannot be reached, and the unlink still returns: it is on its way.
+  REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+  CHECK(ErrnoOf(e.fs->Lookup(e.fs->root(), "f").status()) == ENOENT);
+  CHECK(e.fs->GetAttr(e.fs->root()).ok());  // the kernel's permission check does not wait
+  e.filer.SetDown(false);
+  // A new file of the same name waits for the unlink to land, then is a new inode.
+  auto again = e.fs->Create(e.fs->root(), "f", 0644, O_CREAT | O_EXCL | O_WRONLY, c);
+  REQUIRE(again.ok());
+  REQUIRE(e.fs->Release(again->fh).ok());
+  CHECK(FilerHas(e, "f"));
+  REQUIRE(e.fs->Unlink(e.fs->root(), "g").ok());
+  CHECK(Listed(*e.fs, e.fs->root()) == std::set<std::string>{".", "..", "f"});  // waits for g's
+  CHECK_FALSE(FilerHas(e, "g"));
+  REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+  REQUIRE(e.fs->FsyncDir(e.fs->root()).ok());  // durable means landed first
+  CHECK_FALSE(FilerHas(e, "f"));
+}
+
+TEST_CASE("an rmdir and a rename wait for the unlinks behind, and the unmount sends what is left") {
+  FsEnv e;
+  Caller c;
+  auto d = e.fs->MakeNode(e.fs->root(), "d", S_IFDIR | 0755, 0, c);
+  REQUIRE(d.ok());
+  for (int i = 0; i < 20; ++i) REQUIRE(e.fs->MakeNode(d->ino(), "f" + std::to_string(i), S_IFREG | 0644, 0, c).ok());
+  REQUIRE(e.fs->MakeNode(e.fs->root(), "x", S_IFREG | 0644, 0, c).ok());
+  for (int i = 0; i < 20; ++i) REQUIRE(e.fs->Unlink(d->ino(), "f" + std::to_string(i)).ok());
+  REQUIRE(e.fs->Rmdir(e.fs->root(), "d").ok());  // not ENOTEMPTY
+  CHECK_FALSE(FilerHas(e, "d"));
+  REQUIRE(e.fs->MakeNode(e.fs->root(), "y", S_IFREG | 0644, 0, c).ok());
+  REQUIRE(e.fs->Unlink(e.fs->root(), "y").ok());
+  REQUIRE(e.fs->Rename(e.fs->root(), "x", e.fs->root(), "y", 0).ok());
+  CHECK(FilerHas(e, "y"));
+  CHECK_FALSE(FilerHas(e, "x"));
+  REQUIRE(e.fs->Unlink(e.fs->root(), "y").ok());
+  e.fs->Stop();
+  CHECK_FALSE(FilerHas(e, "y"));
+}
+
+TEST_CASE("the unlink of an open file, of a hard-linked file, or with -unlinkBehind=0 waits for the filer") {
+  FsOptions o;
+  SECTION("open here") {
+    FsEnv e(o);
+    Caller c;
+    auto f = e.fs->Create(e.fs->root(), "f", 0644, O_CREAT | O_WRONLY, c);
+    REQUIRE(f.ok());
+    REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+    CHECK_FALSE(FilerHas(e, "f"));  // landed when Unlink returned: the filer keeps the orphan now
+    REQUIRE(e.fs->Release(f->fh).ok());
+  }
+  SECTION("two links") {
+    FsEnv e(o);
+    Caller c;
+    auto f = e.fs->MakeNode(e.fs->root(), "f", S_IFREG | 0644, 0, c);
+    REQUIRE(f.ok());
+    REQUIRE(e.fs->Link(f->ino(), e.fs->root(), "h").ok());
+    REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+    CHECK_FALSE(FilerHas(e, "f"));
+    CHECK(e.fs->GetAttr(f->ino())->nlink() == 1);
+  }
+  SECTION("-unlinkBehind=0") {
+    o.unlink_behind = 0;
+    FsEnv e(o);
+    Caller c;
+    REQUIRE(e.fs->MakeNode(e.fs->root(), "f", S_IFREG | 0644, 0, c).ok());
+    e.filer.SetDown(true);
+    CHECK_FALSE(e.fs->Unlink(e.fs->root(), "f").ok());  // the filer could not be reached
+    e.filer.SetDown(false);
+    REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+    CHECK_FALSE(FilerHas(e, "f"));
+  }
+}
+
+TEST_CASE("an unlink behind that the filer refuses shows the name again") {
+  FsEnv e;
+  Caller c;
+  REQUIRE(e.fs->MakeNode(e.fs->root(), "f", S_IFREG | 0644, 0, c).ok());
+  auto* failed = MetricsRegistry::Default().GetCounter("kelp_mount_unlinks_behind_failed_total", "");
+  uint64_t failed_before = failed->value();
+  e.filer.SetDown(true);
+  REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+  // Meanwhile another client replaced the file by a directory: the filer will say EISDIR.
+  REQUIRE(e.filer.core()->Unlink(e.fs->root(), "f").ok());
+  filer::CreateArgs dir;
+  dir.parent = e.fs->root();
+  dir.name = "f";
+  dir.mode = S_IFDIR | 0755;
+  REQUIRE(e.filer.core()->Create(dir).ok());
+  e.filer.SetDown(false);
+  REQUIRE(e.fs->FsyncDir(e.fs->root()).ok());
+  CHECK(failed->value() == failed_before + 1);
+  auto shown = e.fs->Lookup(e.fs->root(), "f");
+  REQUIRE(shown.ok());
+  CHECK(S_ISDIR(shown->mode()));
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ absl::Status Filesystem::ReadDir(uint64_t dh, uint64_t offset, bool plus,
   while (true) {
     if (d->buf.empty()) {
       if (d->eof) return absl::OkStatus();
+      removes_.WaitDir(d->ino);  // a listing without the names unlinked here
       auto page = meta_->ReadDirPage(d->ino, d->buf_after, DirHandle::kBatch, plus);
       if (!page.ok()) {
         d->valid = false;
@@ -134,6 +135,9 @@ absl::Status Filesystem::ReadDir(uint64_t dh, uint64_t offset, bool plus,
   }
 }
 
-absl::Status Filesystem::FsyncDir(uint64_t ino) { return meta_->Fsync(ino); }
+absl::Status Filesystem::FsyncDir(uint64_t ino) {
+  removes_.WaitDir(ino);  // the unlinks behind in it are part of what becomes durable
+  return meta_->Fsync(ino);
+}
 
 }  // namespace kelp::mount

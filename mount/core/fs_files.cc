@@ -49,6 +49,7 @@ absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view 
                                               const Caller& caller) {
   RETURN_IF_ERROR(CheckWritable());
   if (name.size() > filer::kMaxNameLen) return PosixError(ENAMETOOLONG, "name too long");
+  removes_.WaitDir(parent);  // the name may be one of the unlinks behind
   filer::CreateRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));

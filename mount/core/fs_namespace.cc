@@ -1,6 +1,9 @@
 // Filesystem: names, attributes, xattrs, statfs.
 #include <sys/stat.h>
 
+#include <chrono>
+#include <thread>
+
 #include "filer/client/limits.h"
 #include "mount/core/filesystem.h"
 #include "shared/log.h"
@@ -19,6 +22,7 @@ absl::Status CheckName(std::string_view name) {
 
 absl::StatusOr<Attr> Filesystem::Lookup(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckName(name));
+  if (removes_.Has(parent, name)) return PosixError(ENOENT, "no such entry (unlinked, on its way to the filer)");
   if (auto e = cache_.GetEntry(parent, name)) {
     if (*e == 0) return PosixError(ENOENT, "no such entry (cached)");
     if (auto a = cache_.GetAttr(*e)) {
@@ -102,6 +106,7 @@ absl::StatusOr<Attr> Filesystem::MakeNode(uint64_t parent, std::string_view name
                                           const Caller& caller) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
+  removes_.WaitDir(parent);  // the name may be one of them
   filer::CreateRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
@@ -139,6 +144,7 @@ absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name,
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
   if (target.size() > filer::kMaxSymlinkLen) return PosixError(ENAMETOOLONG, "symlink target too long");
+  removes_.WaitDir(parent);
   filer::SymlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
@@ -165,6 +171,7 @@ absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name,
 absl::StatusOr<Attr> Filesystem::Link(uint64_t ino, uint64_t new_parent, std::string_view new_name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(new_name));
+  removes_.WaitDir(new_parent);
   NoteOwnEntry(new_parent, new_name);
   Attr dir_after;
   auto linked = meta_->Link(ino, new_parent, new_name, &dir_after);
@@ -182,9 +189,75 @@ absl::StatusOr<Attr> Filesystem::Link(uint64_t ino, uint64_t new_parent, std::st
   return Overlay(a);
 }
 
+uint64_t Filesystem::UnlinkBehindIno(uint64_t parent, std::string_view name) {
+  if (opts_.unlink_behind == 0 || stopped_) return 0;
+  auto ino = cache_.GetEntry(parent, name);
+  if (!ino || *ino == 0) return 0;
+  auto a = cache_.GetAttr(*ino);
+  // A directory is rmdir's; another link's nlink, and an open file's orphan, must change now.
+  if (!a || S_ISDIR(a->mode()) || a->nlink() != 1) return 0;
+  if (inodes_.File(*ino)) return 0;
+  return *ino;
+}
+
+void Filesystem::SendUnlinkBehind(uint64_t parent, const std::string& name) {
+  Attr dir_after;
+  auto a = meta_->Unlink(parent, name, &dir_after);
+  // The filer could not be reached: the unlink goes again (a retry that finds the name gone
+  // already did its work), for a while.
+  for (auto wait = std::chrono::milliseconds(10); !a.ok() && absl::IsUnavailable(a.status()) &&
+                                                  wait <= std::chrono::milliseconds(2560);
+       wait *= 2) {
+    std::this_thread::sleep_for(wait);
+    a = meta_->Unlink(parent, name, &dir_after);
+  }
+  if (a.ok()) {
+    cache_.PutEntry(parent, name, 0);
+    ListingRemoved(parent, dir_after, name);
+    DirChanged(parent, dir_after);
+    if (a->nlink() > 0) {
+      Remember(*a);
+    } else {
+      cache_.DropAttr(a->ino());
+    }
+  } else {
+    // ENOENT: someone removed it first, what the program was told holds. Anything else: the
+    // name is still there, and shown again.
+    if (ErrnoOf(a.status()) != ENOENT) {
+      unlinks_behind_failed_->Inc();
+      spdlog::warn("unlink of {} in directory {}, answered before the filer had it, failed: {}", name, parent,
+                   a.status());
+      TakeOwnEntry(parent, name);
+    }
+    cache_.DropEntry(parent, name);
+    cache_.DropAttr(parent);
+    listings_.Forget(parent);
+  }
+  removes_.Done(parent, name);
+}
+
 absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
+  if (uint64_t ino = UnlinkBehindIno(parent, name)) {
+    removes_.Add(parent, name);
+    NoteOwnEntry(parent, name);
+    cache_.PutEntry(parent, name, 0);
+    cache_.DropAttr(ino);
+    if (auto dir = cache_.GetAttr(parent)) {
+      // What the filer will set; the kernel asks for the directory's attributes after every
+      // unlink (its permission check), and this answers without waiting.
+      int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+      dir->set_mtime_ns(now);
+      dir->set_ctime_ns(now);
+      cache_.PutAttr(*dir);
+    }
+    unlinks_behind_->Inc();
+    std::string n(name);
+    if (!unlink_pool_->Submit([this, parent, n] { SendUnlinkBehind(parent, n); })) SendUnlinkBehind(parent, n);
+    return absl::OkStatus();
+  }
   NoteOwnEntry(parent, name);
   Attr dir_after;
   auto a = meta_->Unlink(parent, name, &dir_after);
@@ -208,6 +281,7 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
 absl::Status Filesystem::Rmdir(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
+  removes_.WaitAll();  // the directory's own entries among them (ENOTEMPTY otherwise)
   NoteOwnEntry(parent, name);
   Attr dir_after;
   absl::Status s = meta_->Rmdir(parent, name, &dir_after);
@@ -227,6 +301,7 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
   RETURN_IF_ERROR(CheckName(new_name));
+  removes_.WaitAll();  // either name, or the entries of a directory replaced, may be among them
   filer::RenameRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
