@@ -12,8 +12,10 @@ constexpr const char* kMethodNames[] = {
     "",          "Lookup",      "GetAttr",      "ReadDir",     "Create",      "Symlink",  "Link",
     "Unlink",    "Rmdir",       "Rename",       "SetAttr",     "GetXattr",    "SetXattr", "ListXattr",
     "RemoveXattr", "StatFs",    "GetChunks",    "CommitChunks", "WriteInline", "Fsync",   "OpenSession",
-    "KeepAlive", "Open",        "Release",      "Assign",      "LookupVolume", "Subscribe", "ResolvePath"};
+    "KeepAlive", "Open",        "Release",      "Assign",      "LookupVolume", "Subscribe", "ResolvePath",
+    "UnlinkBatch"};
 constexpr size_t kMethods = sizeof(kMethodNames) / sizeof(kMethodNames[0]);
+static_assert(kMethods == MethodNumber(kLastFilerMethod) + 1, "a name for every method of filer_methods.h");
 
 // A secured filer takes the metadata transport only with a token of its write key
 // (docs/security.md): signed here when this process's security.toml holds it.
@@ -293,6 +295,10 @@ absl::StatusOr<Attr> FilerClient::Unlink(uint64_t parent, std::string_view name,
   ASSIGN_OR_RETURN(UnlinkResponse r, Call<UnlinkResponse>(FilerMethod::kUnlink, req, Kind::kMutation));
   if (dir_after != nullptr && r.has_parent_attr()) *dir_after = std::move(*r.mutable_parent_attr());
   return std::move(*r.mutable_attr());
+}
+
+absl::StatusOr<UnlinkBatchResponse> FilerClient::UnlinkBatch(const UnlinkBatchRequest& req) {
+  return Call<UnlinkBatchResponse>(FilerMethod::kUnlinkBatch, req, Kind::kMutation);
 }
 
 absl::Status FilerClient::Rmdir(uint64_t parent, std::string_view name, Attr* dir_after) {

@@ -99,6 +99,9 @@ class FilerClient {
   absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name, Attr* dir_after = nullptr);
   // The unlinked inode afterwards (nlink may be 0).
   absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name, Attr* dir_after = nullptr);
+  // Several unlinks in one call, each on its own: a result per request, in order (the call's
+  // own status says only whether it reached the filer).
+  absl::StatusOr<UnlinkBatchResponse> UnlinkBatch(const UnlinkBatchRequest& req);
   absl::Status Rmdir(uint64_t parent, std::string_view name, Attr* dir_after = nullptr);
   absl::StatusOr<RenameResponse> Rename(const RenameRequest& req);
   absl::StatusOr<RenameResponse> Rename(uint64_t parent, std::string_view name, uint64_t new_parent,

@@ -35,8 +35,11 @@ enum class FilerMethod : uint16_t {
   kLookupVolume = 25,
   kSubscribe = 26,
   kResolvePath = 27,
+  kUnlinkBatch = 28,
 };
 
 inline constexpr uint16_t MethodNumber(FilerMethod m) { return static_cast<uint16_t>(m); }
+// The highest number in use (a new method takes the next one and moves this).
+inline constexpr FilerMethod kLastFilerMethod = FilerMethod::kUnlinkBatch;
 
 }  // namespace kelp::filer

@@ -5,6 +5,7 @@
 #include "filer/client/filer_methods.h"
 #include "shared/log.h"
 #include "shared/status.h"
+#include "shared/strings.h"
 
 namespace kelp::filer {
 namespace {
@@ -111,6 +112,27 @@ void FilerRpcService::AddNamespaceMethods() {
         AddParentAttr(req.parent(), resp->mutable_parent_attr());
         return absl::OkStatus();
       });
+  service_.AddUnary<UnlinkBatchRequest, UnlinkBatchResponse>(
+      M(FilerMethod::kUnlinkBatch), "UnlinkBatch",
+      [this](const UnlinkBatchRequest& req, UnlinkBatchResponse* resp) -> absl::Status {
+        if (req.unlinks_size() > kMaxUnlinkBatch) {
+          return absl::InvalidArgumentError(kelp::StrCat("an unlink batch holds at most ", kMaxUnlinkBatch, " unlinks"));
+        }
+        for (const UnlinkRequest& u : req.unlinks()) {
+          UnlinkResult* r = resp->add_results();
+          auto a = core_->Unlink(u.parent(), u.name());
+          if (!a.ok()) {
+            r->set_errno_value(ErrnoOf(a.status()));
+            r->set_error(std::string(a.status().message()));
+            continue;
+          }
+          *r->mutable_done()->mutable_attr() = std::move(*a);
+          AddParentAttr(u.parent(), r->mutable_done()->mutable_parent_attr());
+        }
+        return absl::OkStatus();
+      },
+      // A long batch would hold the loop's other connections up.
+      [](const UnlinkBatchRequest& req) { return req.unlinks_size() <= 8 ? Exec::kInline : Exec::kWorker; });
   service_.AddUnary<UnlinkRequest, RmdirResponse>(
       M(FilerMethod::kRmdir), "Rmdir", [this](const UnlinkRequest& req, RmdirResponse* resp) -> absl::Status {
         RETURN_IF_ERROR(core_->Rmdir(req.parent(), req.name()));

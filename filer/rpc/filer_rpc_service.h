@@ -4,8 +4,8 @@
 //
 // Where each call runs (shared/rpc/server.h): reads and mutations that only touch the local
 // store run inline on the event loop; anything that waits on a device flush (sync, Fsync), on
-// another server (Assign) or may list long (ReadDir pages above kInlineReadDirLimit) runs on
-// a worker; Subscribe is a stream with a thread of its own.
+// another server (Assign) or may list long (ReadDir pages above kInlineReadDirLimit, unlink
+// batches above 8) runs on a worker; Subscribe is a stream with a thread of its own.
 //
 // Thread-safe: the transport calls the handlers from its threads concurrently.
 #pragma once
@@ -38,6 +38,8 @@ class FilerRpcService {
  public:
   // Pages of up to this many entries are listed on the event loop.
   static constexpr uint32_t kInlineReadDirLimit = 512;
+  // Unlinks one UnlinkBatch call may carry.
+  static constexpr int kMaxUnlinkBatch = 1024;
 
   // core is not owned and must outlive this.
   explicit FilerRpcService(FilerService* core, FilerRpcOptions options = {});

@@ -198,6 +198,48 @@ TEST_CASE("filer rpc: namespace replies carry the directory's attributes after t
   CHECK(after.ino() == 0);
 }
 
+TEST_CASE("filer rpc: an unlink batch runs each unlink on its own, in order, with a result each") {
+  Harness h(KELP_BACKENDS);
+  Server s(h.fs.get());
+  FilerClient& c = *s.client;
+  uint64_t d = h.Mkdir(1, "d");
+  for (const char* n : {"a", "b"}) REQUIRE(c.Create(File(d, n)).ok());
+  UnlinkBatchRequest req;
+  auto add = [&](uint64_t parent, const std::string& name) {
+    UnlinkRequest* u = req.add_unlinks();
+    u->set_parent(parent);
+    u->set_name(name);
+  };
+  add(d, "a");
+  add(d, "missing");
+  add(1, "d");  // a directory: EISDIR, and the batch goes on
+  add(d, "b");
+  add(d, "a");  // already gone by the first
+  auto r = c.UnlinkBatch(req);
+  REQUIRE(r.ok());
+  REQUIRE(r->results_size() == 5);
+  CHECK(r->results(0).errno_value() == 0);
+  CHECK(r->results(0).done().attr().nlink() == 0);
+  CHECK(r->results(0).done().parent_attr().ino() == d);
+  CHECK(r->results(1).errno_value() == ENOENT);
+  CHECK(r->results(2).errno_value() == EISDIR);
+  CHECK_FALSE(r->results(2).error().empty());
+  CHECK(r->results(3).errno_value() == 0);
+  // Each result carries the directory as that unlink left it: versions one apart.
+  CHECK(r->results(3).done().parent_attr().version() == r->results(0).done().parent_attr().version() + 1);
+  CHECK(r->results(4).errno_value() == ENOENT);
+  CHECK(ErrnoOf(h.fs->Lookup(d, "b").status()) == ENOENT);
+  CHECK(c.calls(FilerMethod::kUnlinkBatch) == 1);
+
+  UnlinkBatchRequest big;
+  for (int i = 0; i <= FilerRpcService::kMaxUnlinkBatch; ++i) {
+    UnlinkRequest* u = big.add_unlinks();
+    u->set_parent(d);
+    u->set_name("x");
+  }
+  CHECK(c.UnlinkBatch(big).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("filer rpc: readdir pages through a big directory with stable cookies") {
   Harness h("memory");
   Server s(h.fs.get());

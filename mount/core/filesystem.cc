@@ -30,12 +30,12 @@ Filesystem::Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, F
   sync_ahead_pool_ = std::make_unique<ThreadPool>("kelp-syncahead", kSyncAheadThreads, 1024);
   sync_ahead_files_ = MetricsRegistry::Default().GetCounter(
       "kelp_mount_sync_ahead_files_total", "files whose small dirty data an fsync of another file committed durably");
-  unlink_pool_ = std::make_unique<ThreadPool>("kelp-unlink", kUnlinkBehindThreads, opts_.unlink_behind + 1);
   unlinks_behind_ = MetricsRegistry::Default().GetCounter(
       "kelp_mount_unlinks_behind_total", "unlinks answered at once and sent to the filer in the background");
   unlinks_behind_failed_ = MetricsRegistry::Default().GetCounter(
       "kelp_mount_unlinks_behind_failed_total",
       "unlinks behind the filer refused (not for a name already gone): the name is shown again");
+  if (opts_.unlink_behind > 0) unlink_thread_ = std::thread([this] { SendUnlinksBehind(); });
   ChunkFetcher::Options fo;
   fo.window = opts_.read_ahead;
   fetcher_ = std::make_unique<ChunkFetcher>(blobs_, cache, prefetch_pool_.get(), fo);
@@ -112,7 +112,7 @@ absl::Status Filesystem::FlushAll() {
 void Filesystem::Stop() {
   if (stopped_.exchange(true)) return;
   sync_ahead_pool_->Stop();  // runs the commits ahead already queued
-  unlink_pool_->Stop();      // sends the unlinks behind already queued
+  StopUnlinksBehind();       // sends the unlinks behind already queued
   FlushAll().IgnoreError();
   if (subscriber_) subscriber_->Stop();
   upload_pool_->Stop();

@@ -13,12 +13,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -96,8 +99,8 @@ class Filesystem {
  public:
   // Commits SyncAhead runs at once: about what the filer's write group takes in one WAL sync.
   static constexpr size_t kSyncAheadThreads = 8;
-  // Unlinks behind in flight to the filer at once: several frames per read for its loop.
-  static constexpr size_t kUnlinkBehindThreads = 4;
+  // Unlinks behind sent in one UnlinkBatch call at most.
+  static constexpr size_t kUnlinkBatch = 64;
   // meta and blobs must outlive this; cache may be null.
   Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options);
   ~Filesystem();
@@ -216,8 +219,20 @@ class Filesystem {
   // Unlinks behind (FsOptions::unlink_behind): the inode of (parent, name) when an unlink of it
   // may be answered before the filer has it, else 0.
   uint64_t UnlinkBehindIno(uint64_t parent, std::string_view name);
-  // Sends one unlink behind and applies the filer's answer (on an unlink_pool_ thread).
-  void SendUnlinkBehind(uint64_t parent, const std::string& name);
+  using NameInDir = std::pair<uint64_t, std::string>;
+  // Queues an unlink behind for unlink_thread_; false once that thread is stopping.
+  bool QueueUnlinkBehind(uint64_t parent, std::string_view name);
+  // unlink_thread_: sends what is queued, up to kUnlinkBatch in one call, until stopped and
+  // drained.
+  void SendUnlinksBehind();
+  // One batch: sent (again, for a while, while the filer cannot be reached) and its answers
+  // applied.
+  void SendUnlinkBatch(const std::vector<NameInDir>& batch);
+  // Applies the filer's answer to one unlink behind: a done unlink's attributes, or the name
+  // shown again.
+  void FinishUnlinkBehind(uint64_t parent, const std::string& name, const absl::StatusOr<Attr>& unlinked,
+                          const Attr& dir_after);
+  void StopUnlinksBehind();
   // After an fsync of `synced` that committed new data: durable commits, in the background,
   // of other open files' small dirty data (FsOptions::sync_ahead).
   void SyncAhead(const FileData* synced);
@@ -242,7 +257,11 @@ class Filesystem {
   std::unique_ptr<ThreadPool> sync_ahead_pool_;
   Counter* sync_ahead_files_;
   PendingRemoves removes_;
-  std::unique_ptr<ThreadPool> unlink_pool_;
+  Mutex unlink_mu_;
+  CondVar unlink_cv_;
+  std::deque<NameInDir> unlink_queue_ ABSL_GUARDED_BY(unlink_mu_);
+  bool unlink_stop_ ABSL_GUARDED_BY(unlink_mu_) = false;
+  std::thread unlink_thread_;
   Counter* unlinks_behind_;
   Counter* unlinks_behind_failed_;
   std::unique_ptr<ChunkFetcher> fetcher_;

@@ -200,33 +200,96 @@ uint64_t Filesystem::UnlinkBehindIno(uint64_t parent, std::string_view name) {
   return *ino;
 }
 
-void Filesystem::SendUnlinkBehind(uint64_t parent, const std::string& name) {
-  Attr dir_after;
-  auto a = meta_->Unlink(parent, name, &dir_after);
-  // The filer could not be reached: the unlink goes again (a retry that finds the name gone
-  // already did its work), for a while.
-  for (auto wait = std::chrono::milliseconds(10); !a.ok() && absl::IsUnavailable(a.status()) &&
-                                                  wait <= std::chrono::milliseconds(2560);
-       wait *= 2) {
-    std::this_thread::sleep_for(wait);
-    a = meta_->Unlink(parent, name, &dir_after);
+bool Filesystem::QueueUnlinkBehind(uint64_t parent, std::string_view name) {
+  {
+    MutexLock lock(unlink_mu_);
+    if (unlink_stop_) return false;
+    unlink_queue_.emplace_back(parent, std::string(name));
   }
-  if (a.ok()) {
+  unlink_cv_.NotifyOne();
+  return true;
+}
+
+void Filesystem::SendUnlinksBehind() {
+  for (;;) {
+    std::vector<NameInDir> batch;
+    {
+      MutexLock lock(unlink_mu_);
+      while (unlink_queue_.empty() && !unlink_stop_) unlink_cv_.Wait(lock);
+      if (unlink_queue_.empty()) return;  // stopping, and everything was sent
+      // What came in while the last batch was out goes together.
+      while (!unlink_queue_.empty() && batch.size() < kUnlinkBatch) {
+        batch.push_back(std::move(unlink_queue_.front()));
+        unlink_queue_.pop_front();
+      }
+    }
+    SendUnlinkBatch(batch);
+  }
+}
+
+void Filesystem::StopUnlinksBehind() {
+  {
+    MutexLock lock(unlink_mu_);
+    unlink_stop_ = true;
+  }
+  unlink_cv_.NotifyAll();
+  if (unlink_thread_.joinable()) unlink_thread_.join();
+}
+
+void Filesystem::SendUnlinkBatch(const std::vector<NameInDir>& batch) {
+  filer::UnlinkBatchRequest req;
+  for (const auto& [parent, name] : batch) {
+    filer::UnlinkRequest* u = req.add_unlinks();
+    u->set_parent(parent);
+    u->set_name(name);
+  }
+  auto resp = meta_->UnlinkBatch(req);
+  // The filer could not be reached: the batch goes again (an unlink that landed before finds
+  // its name gone: ENOENT, its work done), for about 5 s.
+  for (auto wait = std::chrono::milliseconds(10);
+       !resp.ok() && absl::IsUnavailable(resp.status()) && wait <= std::chrono::milliseconds(2560); wait *= 2) {
+    std::this_thread::sleep_for(wait);
+    resp = meta_->UnlinkBatch(req);
+  }
+  if (resp.ok() && resp->results_size() != static_cast<int>(batch.size())) {
+    resp = absl::InternalError(kelp::StrCat("the filer answered ", resp->results_size(), " of ", batch.size(),
+                                            " unlinks"));
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto& [parent, name] = batch[i];
+    Attr dir_after;
+    if (!resp.ok()) {
+      FinishUnlinkBehind(parent, name, resp.status(), dir_after);
+      continue;
+    }
+    filer::UnlinkResult& r = *resp->mutable_results(static_cast<int>(i));
+    if (r.errno_value() != 0) {
+      FinishUnlinkBehind(parent, name, PosixError(r.errno_value(), r.error()), dir_after);
+      continue;
+    }
+    if (r.done().has_parent_attr()) dir_after = std::move(*r.mutable_done()->mutable_parent_attr());
+    FinishUnlinkBehind(parent, name, std::move(*r.mutable_done()->mutable_attr()), dir_after);
+  }
+}
+
+void Filesystem::FinishUnlinkBehind(uint64_t parent, const std::string& name, const absl::StatusOr<Attr>& unlinked,
+                                    const Attr& dir_after) {
+  if (unlinked.ok()) {
     cache_.PutEntry(parent, name, 0);
     ListingRemoved(parent, dir_after, name);
     DirChanged(parent, dir_after);
-    if (a->nlink() > 0) {
-      Remember(*a);
+    if (unlinked->nlink() > 0) {
+      Remember(*unlinked);
     } else {
-      cache_.DropAttr(a->ino());
+      cache_.DropAttr(unlinked->ino());
     }
   } else {
     // ENOENT: someone removed it first, what the program was told holds. Anything else: the
     // name is still there, and shown again.
-    if (ErrnoOf(a.status()) != ENOENT) {
+    if (ErrnoOf(unlinked.status()) != ENOENT) {
       unlinks_behind_failed_->Inc();
       spdlog::warn("unlink of {} in directory {}, answered before the filer had it, failed: {}", name, parent,
-                   a.status());
+                   unlinked.status());
       TakeOwnEntry(parent, name);
     }
     cache_.DropEntry(parent, name);
@@ -254,8 +317,7 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
       cache_.PutAttr(*dir);
     }
     unlinks_behind_->Inc();
-    std::string n(name);
-    if (!unlink_pool_->Submit([this, parent, n] { SendUnlinkBehind(parent, n); })) SendUnlinkBehind(parent, n);
+    if (!QueueUnlinkBehind(parent, name)) SendUnlinkBatch({NameInDir(parent, std::string(name))});
     return absl::OkStatus();
   }
   NoteOwnEntry(parent, name);

@@ -89,7 +89,7 @@ void TestFiler::SetDown(bool down) {
 
 uint64_t TestFiler::total_calls() const {
   uint64_t n = 0;
-  for (uint16_t m = 1; m <= filer::MethodNumber(filer::FilerMethod::kResolvePath); ++m) {
+  for (uint16_t m = 1; m <= filer::MethodNumber(filer::kLastFilerMethod); ++m) {
     n += client_->calls(static_cast<filer::FilerMethod>(m));
   }
   return n;
