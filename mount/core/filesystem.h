@@ -219,6 +219,9 @@ class Filesystem {
   // Unlinks behind (FsOptions::unlink_behind): the inode of (parent, name) when an unlink of it
   // may be answered before the filer has it, else 0.
   uint64_t UnlinkBehindIno(uint64_t parent, std::string_view name);
+  // The filer unlinked (parent, name) (this mount's unlink, answered or behind): caches,
+  // listing and the file's own attributes follow.
+  void Unlinked(uint64_t parent, std::string_view name, const Attr& unlinked, const Attr& dir_after);
   using NameInDir = std::pair<uint64_t, std::string>;
   // Queues an unlink behind for unlink_thread_; false once that thread is stopping.
   bool QueueUnlinkBehind(uint64_t parent, std::string_view name);

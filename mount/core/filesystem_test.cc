@@ -103,24 +103,7 @@ TEST_CASE("negative lookups are cached, own changes update the cache") {
   REQUIRE(e.fs->Lookup(e.fs->root(), "x").ok());
 }
 
-TEST_CASE("security.selinux is not supported: EOPNOTSUPP at once, so ls stops asking, and never stored") {
-  FsEnv e;
-  Caller c;
-  auto a = e.fs->MakeNode(e.fs->root(), "f", S_IFREG | 0644, 0, c);
-  REQUIRE(a.ok());
-  uint64_t ino = a->ino();
-  uint64_t calls = e.filer.total_calls();
-  CHECK(ErrnoOf(e.fs->GetXattr(ino, "security.selinux").status()) == EOPNOTSUPP);
-  CHECK(ErrnoOf(e.fs->SetXattr(ino, "security.selinux", "system_u:object_r:tmp_t:s0", 0)) == EOPNOTSUPP);
-  CHECK(ErrnoOf(e.fs->RemoveXattr(ino, "security.selinux")) == EOPNOTSUPP);
-  CHECK(e.filer.total_calls() == calls);
-  // Other security.* names are stored as before.
-  REQUIRE(e.fs->SetXattr(ino, "security.capability", "cap", 0).ok());
-  CHECK(*e.fs->GetXattr(ino, "security.capability") == "cap");
-  CHECK(*e.fs->ListXattr(ino) == std::vector<std::string>{"security.capability"});
-}
-
-TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an RPC") {
+TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an RPC, security.selinux is refused") {
   FsOptions o;
   o.entry_ttl = std::chrono::seconds(60);
   FsEnv e(o);
@@ -131,6 +114,10 @@ TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an 
   uint64_t calls = e.filer.total_calls();
   CHECK(ErrnoOf(e.fs->GetXattr(ino, "system.posix_acl_access").status()) == ENODATA);
   CHECK(e.fs->ListXattr(ino)->empty());
+  // No SELinux labels: EOPNOTSUPP at once (so ls -l stops asking), and never stored.
+  CHECK(ErrnoOf(e.fs->GetXattr(ino, "security.selinux").status()) == EOPNOTSUPP);
+  CHECK(ErrnoOf(e.fs->SetXattr(ino, "security.selinux", "system_u:object_r:tmp_t:s0", 0)) == EOPNOTSUPP);
+  CHECK(ErrnoOf(e.fs->RemoveXattr(ino, "security.selinux")) == EOPNOTSUPP);
   CHECK(e.filer.total_calls() == calls);
   // Own change: seen at once, and a stale "no xattrs" reply cannot hide it.
   REQUIRE(e.fs->SetXattr(ino, "user.k", "v", 0).ok());
@@ -140,6 +127,9 @@ TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an 
   e.fs->meta_cache().PutAttr(stale);
   CHECK(*e.fs->GetXattr(ino, "user.k") == "v");
   CHECK(*e.fs->ListXattr(ino) == std::vector<std::string>{"user.k"});
+  REQUIRE(e.fs->SetXattr(ino, "security.capability", "cap", 0).ok());  // other security.* names are kept
+  CHECK(*e.fs->GetXattr(ino, "security.capability") == "cap");
+  CHECK(*e.fs->ListXattr(ino) == std::vector<std::string>{"security.capability", "user.k"});
   REQUIRE(e.fs->RemoveXattr(ino, "user.k").ok());
   CHECK(ErrnoOf(e.fs->GetXattr(ino, "user.k").status()) == ENODATA);
 }

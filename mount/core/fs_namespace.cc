@@ -200,6 +200,18 @@ uint64_t Filesystem::UnlinkBehindIno(uint64_t parent, std::string_view name) {
   return *ino;
 }
 
+void Filesystem::Unlinked(uint64_t parent, std::string_view name, const Attr& unlinked, const Attr& dir_after) {
+  cache_.PutEntry(parent, name, 0);
+  ListingRemoved(parent, dir_after, name);
+  DirChanged(parent, dir_after);
+  if (unlinked.nlink() > 0) {
+    Remember(unlinked);
+  } else {
+    cache_.DropAttr(unlinked.ino());
+  }
+  if (auto f = inodes_.File(unlinked.ino())) f->NoteOwnAttrChange(unlinked);
+}
+
 bool Filesystem::QueueUnlinkBehind(uint64_t parent, std::string_view name) {
   {
     MutexLock lock(unlink_mu_);
@@ -275,14 +287,7 @@ void Filesystem::SendUnlinkBatch(const std::vector<NameInDir>& batch) {
 void Filesystem::FinishUnlinkBehind(uint64_t parent, const std::string& name, const absl::StatusOr<Attr>& unlinked,
                                     const Attr& dir_after) {
   if (unlinked.ok()) {
-    cache_.PutEntry(parent, name, 0);
-    ListingRemoved(parent, dir_after, name);
-    DirChanged(parent, dir_after);
-    if (unlinked->nlink() > 0) {
-      Remember(*unlinked);
-    } else {
-      cache_.DropAttr(unlinked->ino());
-    }
+    Unlinked(parent, name, *unlinked, dir_after);
   } else {
     // ENOENT: someone removed it first, what the program was told holds. Anything else: the
     // name is still there, and shown again.
@@ -328,15 +333,7 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
     TakeOwnEntry(parent, name);
     return a.status();
   }
-  cache_.PutEntry(parent, name, 0);
-  ListingRemoved(parent, dir_after, name);
-  DirChanged(parent, dir_after);
-  if (a->nlink() > 0) {
-    Remember(*a);
-  } else {
-    cache_.DropAttr(a->ino());
-  }
-  if (auto f = inodes_.File(a->ino())) f->NoteOwnAttrChange(*a);
+  Unlinked(parent, name, *a, dir_after);
   return absl::OkStatus();
 }
 
