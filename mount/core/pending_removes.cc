@@ -7,7 +7,7 @@ void PendingRemoves::Add(uint64_t dir, std::string_view name) {
   while (max_ > 0 && total_ >= max_) cv_.Wait(lock);
   ++names_[{dir, std::string(name)}];
   ++dirs_[dir];
-  ++total_;
+  any_.store(++total_, std::memory_order_release);
 }
 
 void PendingRemoves::Done(uint64_t dir, std::string_view name) {
@@ -18,22 +18,25 @@ void PendingRemoves::Done(uint64_t dir, std::string_view name) {
     if (--it->second == 0) names_.erase(it);
     auto d = dirs_.find(dir);
     if (--d->second == 0) dirs_.erase(d);
-    --total_;
+    any_.store(--total_, std::memory_order_release);
   }
   cv_.NotifyAll();
 }
 
 bool PendingRemoves::Has(uint64_t dir, std::string_view name) {
+  if (any_.load(std::memory_order_acquire) == 0) return false;
   MutexLock lock(mu_);
   return names_.contains({dir, std::string(name)});
 }
 
 void PendingRemoves::WaitDir(uint64_t dir) {
+  if (any_.load(std::memory_order_acquire) == 0) return;
   MutexLock lock(mu_);
   while (dirs_.contains(dir)) cv_.Wait(lock);
 }
 
 void PendingRemoves::WaitAll() {
+  if (any_.load(std::memory_order_acquire) == 0) return;
   MutexLock lock(mu_);
   while (total_ > 0) cv_.Wait(lock);
 }
