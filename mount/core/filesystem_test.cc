@@ -103,7 +103,7 @@ TEST_CASE("negative lookups are cached, own changes update the cache") {
   REQUIRE(e.fs->Lookup(e.fs->root(), "x").ok());
 }
 
-TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an RPC, security.selinux is refused") {
+TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an RPC, SELinux labels and POSIX ACLs are refused") {
   FsOptions o;
   o.entry_ttl = std::chrono::seconds(60);
   FsEnv e(o);
@@ -112,12 +112,15 @@ TEST_CASE("attributes saying no xattrs answer getxattr and listxattr without an 
   REQUIRE(a.ok());
   uint64_t ino = a->ino();
   uint64_t calls = e.filer.total_calls();
-  CHECK(ErrnoOf(e.fs->GetXattr(ino, "system.posix_acl_access").status()) == ENODATA);
+  CHECK(ErrnoOf(e.fs->GetXattr(ino, "user.none").status()) == ENODATA);
   CHECK(e.fs->ListXattr(ino)->empty());
-  // No SELinux labels: EOPNOTSUPP at once (so ls -l stops asking), and never stored.
-  CHECK(ErrnoOf(e.fs->GetXattr(ino, "security.selinux").status()) == EOPNOTSUPP);
-  CHECK(ErrnoOf(e.fs->SetXattr(ino, "security.selinux", "system_u:object_r:tmp_t:s0", 0)) == EOPNOTSUPP);
-  CHECK(ErrnoOf(e.fs->RemoveXattr(ino, "security.selinux")) == EOPNOTSUPP);
+  // No SELinux labels, no POSIX ACLs: EOPNOTSUPP at once (so ls -l stops asking), never stored.
+  for (const char* name : {"security.selinux", "system.posix_acl_access", "system.posix_acl_default"}) {
+    CAPTURE(name);
+    CHECK(ErrnoOf(e.fs->GetXattr(ino, name).status()) == EOPNOTSUPP);
+    CHECK(ErrnoOf(e.fs->SetXattr(ino, name, std::string("\x02\0\0\0", 4), 0)) == EOPNOTSUPP);
+    CHECK(ErrnoOf(e.fs->RemoveXattr(ino, name)) == EOPNOTSUPP);
+  }
   CHECK(e.filer.total_calls() == calls);
   // Own change: seen at once, and a stale "no xattrs" reply cannot hide it.
   REQUIRE(e.fs->SetXattr(ino, "user.k", "v", 0).ok());

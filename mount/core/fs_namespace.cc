@@ -1,7 +1,9 @@
 // Filesystem: names, attributes, xattrs, statfs.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <thread>
 
 #include "filer/client/limits.h"
@@ -409,20 +411,31 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
 
 namespace {
 
-// Kelp keeps no SELinux labels: on a FUSE mount the kernel labels files by policy (genfs), never
-// by this attribute. Saying EOPNOTSUPP for it, as a file system mounted without label support
-// does, lets `ls -l` stop asking after the first file (coreutils caches "unsupported" per
-// device) instead of sending one GETXATTR per entry. docs/mount.md ("Extended attributes").
-constexpr std::string_view kSelinuxXattr = "security.selinux";
+// Names this file system does not support, refused with EOPNOTSUPP as by a file system mounted
+// without them (docs/mount.md, "Extended attributes"):
+// - security.selinux: on a FUSE mount the kernel labels files by policy (genfs), never by this
+//   attribute.
+// - The POSIX ACLs: the mount does not ask for FUSE_POSIX_ACL, so the kernel would store them
+//   and never check them (permissions are the mode bits, `default_permissions`). An ACL that
+//   grants and denies nothing would mislead; `setfacl` says "not supported" instead.
+// GNU `ls -l` remembers EOPNOTSUPP per device (never ENODATA) and stops asking after the first
+// entry, where it sent one GETXATTR per entry for each of these names.
+constexpr std::string_view kUnsupportedXattrs[] = {"security.selinux", "system.posix_acl_access",
+                                                   "system.posix_acl_default"};
 
-absl::Status SelinuxUnsupported() {
-  return PosixError(EOPNOTSUPP, "security.selinux: kelp keeps no SELinux labels");
+bool Unsupported(std::string_view name) {
+  return std::ranges::find(kUnsupportedXattrs, name) != std::end(kUnsupportedXattrs);
+}
+
+absl::Status UnsupportedError(std::string_view name) {
+  return PosixError(EOPNOTSUPP, kelp::StrCat(name, ": not supported (kelp keeps no SELinux labels "
+                                                   "and no POSIX ACLs)"));
 }
 
 }  // namespace
 
 absl::StatusOr<std::string> Filesystem::GetXattr(uint64_t ino, std::string_view name) {
-  if (name == kSelinuxXattr) return SelinuxUnsupported();
+  if (Unsupported(name)) return UnsupportedError(name);
   if (cache_.HasNoXattr(ino, name)) return PosixError(ENODATA, "no such attribute (cached)");
   auto v = meta_->GetXattr(ino, name);
   if (!v.ok() && ErrnoOf(v.status()) == ENODATA) cache_.PutNoXattr(ino, name);
@@ -430,7 +443,7 @@ absl::StatusOr<std::string> Filesystem::GetXattr(uint64_t ino, std::string_view 
 }
 
 absl::Status Filesystem::SetXattr(uint64_t ino, std::string_view name, std::string_view value, uint32_t flags) {
-  if (name == kSelinuxXattr) return SelinuxUnsupported();
+  if (Unsupported(name)) return UnsupportedError(name);
   RETURN_IF_ERROR(CheckWritable());
   absl::Status s = meta_->SetXattr(ino, name, value, flags);
   listings_.Forget(ino);  // a directory's version moved on, to a number the reply does not say
@@ -442,12 +455,12 @@ absl::Status Filesystem::SetXattr(uint64_t ino, std::string_view name, std::stri
 absl::StatusOr<std::vector<std::string>> Filesystem::ListXattr(uint64_t ino) {
   if (cache_.HasNoXattrs(ino)) return std::vector<std::string>();
   ASSIGN_OR_RETURN(std::vector<std::string> names, meta_->ListXattr(ino));
-  std::erase(names, kSelinuxXattr);  // one stored through the HTTP API is not shown either
+  std::erase_if(names, Unsupported);  // one stored through the HTTP API is not shown either
   return names;
 }
 
 absl::Status Filesystem::RemoveXattr(uint64_t ino, std::string_view name) {
-  if (name == kSelinuxXattr) return SelinuxUnsupported();
+  if (Unsupported(name)) return UnsupportedError(name);
   RETURN_IF_ERROR(CheckWritable());
   absl::Status s = meta_->RemoveXattr(ino, name);
   listings_.Forget(ino);

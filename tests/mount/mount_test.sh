@@ -168,17 +168,29 @@ test_xattr_statfs_fifo() {
   getfattr -d xa | grep -q user.k
   setfattr -x user.k xa
   ! getfattr -n user.k xa 2>/dev/null || exit 1
-  # No SELinux labels: EOPNOTSUPP (what lets ls -l stop asking), for reading and for setting.
+  # No SELinux labels, no POSIX ACLs: EOPNOTSUPP (what lets ls -l stop asking), for reading and
+  # for setting, on a file and on a directory; listxattr shows the other names.
+  mkdir xdir
+  setfattr -n user.k2 -v v2 xa
   python3 - <<'PY'
 import errno, os
-for call in (lambda: os.getxattr("xa", "security.selinux"),
-             lambda: os.setxattr("xa", "security.selinux", b"system_u:object_r:tmp_t:s0")):
+acl = bytes([2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, 4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+             0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff])  # user::rw- group::r-- other::r--
+calls = [(lambda: os.getxattr("xa", "security.selinux"), "get selinux"),
+         (lambda: os.setxattr("xa", "security.selinux", b"system_u:object_r:tmp_t:s0"), "set selinux"),
+         (lambda: os.getxattr("xa", "system.posix_acl_access"), "get acl"),
+         (lambda: os.setxattr("xa", "system.posix_acl_access", acl), "set acl"),
+         (lambda: os.getxattr("xdir", "system.posix_acl_default"), "get default acl"),
+         (lambda: os.setxattr("xdir", "system.posix_acl_default", acl), "set default acl")]
+for call, what in calls:
     try:
         call()
-        raise SystemExit("security.selinux was not refused")
+        raise SystemExit(what + " was not refused")
     except OSError as e:
-        assert e.errno == errno.EOPNOTSUPP, e
+        assert e.errno == errno.EOPNOTSUPP, (what, e)
+assert os.listxattr("xa") == ["user.k2"], os.listxattr("xa")
 PY
+  rmdir xdir
   df -P . | tail -1 | grep -q .
   mkfifo ff
   test -p ff
