@@ -66,7 +66,8 @@ class ChunkFetcher {
   struct Window {
     bool loading = true;
     absl::Status status;
-    std::string data;
+    std::unique_ptr<char[]> data;  // size bytes, never zeroed first: a read fills all of it
+    size_t size = 0;
   };
   using Key = std::pair<std::string, uint64_t>;  // fid, window index
 
