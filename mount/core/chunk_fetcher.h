@@ -34,8 +34,10 @@ class ChunkFetcher {
     uint64_t window = 4 << 20;
     // Windows held in memory at most (LRU). Default: 16.
     size_t max_windows = 16;
-    // Windows fetched ahead of a sequential reader once it passes the middle of one. Default: 2.
-    int depth = 2;
+    // Windows fetched ahead of a sequential reader once it passes the middle of one, as many at
+    // once as the prefetch pool has threads (4). Default: 4 (2 left the CPUs a third idle on a
+    // sequential read: bench/RESULTS.md, "Midday, 2026-12-03").
+    int depth = 4;
     // Background cache fills after random-read misses, at most this many at once (a miss
     // finding them all busy leaves its block uncached). 0 = the reader fetches the blocks.
     int max_fills = 2;
