@@ -30,6 +30,12 @@ void FilerRpcService::AddParentAttr(uint64_t dir, Attr* out) {
   if (a.ok()) *out = std::move(*a);
 }
 
+absl::Status FilerRpcService::UnlinkOne(const UnlinkRequest& req, UnlinkResponse* resp) {
+  ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Unlink(req.parent(), req.name()));
+  AddParentAttr(req.parent(), resp->mutable_parent_attr());
+  return absl::OkStatus();
+}
+
 void FilerRpcService::AddNamespaceMethods() {
   service_.AddUnary<LookupRequest, AttrResponse>(
       M(FilerMethod::kLookup), "Lookup", [this](const LookupRequest& req, AttrResponse* resp) -> absl::Status {
@@ -107,11 +113,8 @@ void FilerRpcService::AddNamespaceMethods() {
         return absl::OkStatus();
       });
   service_.AddUnary<UnlinkRequest, UnlinkResponse>(
-      M(FilerMethod::kUnlink), "Unlink", [this](const UnlinkRequest& req, UnlinkResponse* resp) -> absl::Status {
-        ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Unlink(req.parent(), req.name()));
-        AddParentAttr(req.parent(), resp->mutable_parent_attr());
-        return absl::OkStatus();
-      });
+      M(FilerMethod::kUnlink), "Unlink",
+      [this](const UnlinkRequest& req, UnlinkResponse* resp) { return UnlinkOne(req, resp); });
   service_.AddUnary<UnlinkBatchRequest, UnlinkBatchResponse>(
       M(FilerMethod::kUnlinkBatch), "UnlinkBatch",
       [this](const UnlinkBatchRequest& req, UnlinkBatchResponse* resp) -> absl::Status {
@@ -120,14 +123,11 @@ void FilerRpcService::AddNamespaceMethods() {
         }
         for (const UnlinkRequest& u : req.unlinks()) {
           UnlinkResult* r = resp->add_results();
-          auto a = core_->Unlink(u.parent(), u.name());
-          if (!a.ok()) {
-            r->set_errno_value(ErrnoOf(a.status()));
-            r->set_error(std::string(a.status().message()));
-            continue;
+          if (absl::Status s = UnlinkOne(u, r->mutable_done()); !s.ok()) {
+            r->clear_done();
+            r->set_errno_value(ErrnoOf(s));
+            r->set_error(std::string(s.message()));
           }
-          *r->mutable_done()->mutable_attr() = std::move(*a);
-          AddParentAttr(u.parent(), r->mutable_done()->mutable_parent_attr());
         }
         return absl::OkStatus();
       },

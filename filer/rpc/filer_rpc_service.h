@@ -55,6 +55,8 @@ class FilerRpcService {
   void AddSessionMethods();
   // The directory's attributes after a change, into *out (left unset if they cannot be read).
   void AddParentAttr(uint64_t dir, Attr* out);
+  // One unlink, as the Unlink method and each item of UnlinkBatch answer it.
+  absl::Status UnlinkOne(const UnlinkRequest& req, UnlinkResponse* resp);
 
   FilerService* const core_;
   const FilerRpcOptions opts_;

@@ -8,8 +8,8 @@
 // always), Has and the waits return without taking it: every lookup and create asks.
 #pragma once
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
