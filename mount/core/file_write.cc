@@ -159,21 +159,31 @@ void FileData::JournalUpload(const std::shared_ptr<Upload>& up) {
 }
 
 void FileData::CommitInBackground() {
-  uint64_t barrier;
-  {
-    MutexLock lock(mu_);
-    if (flushing_ || pending_.size() < kBackgroundCommitChunks) return;
-    flushing_ = true;
-    // Only the prefix no earlier upload is still working on.
-    barrier = inflight_.empty() ? next_seq_ - 1 : inflight_.begin()->first - 1;
+  // Uploads that finish while a commit is out do not start one of their own (flushing_): the
+  // loop commits what they left pending, as long as the committable prefix grows.
+  uint64_t committed = 0;
+  for (;;) {
+    uint64_t barrier;
+    {
+      MutexLock lock(mu_);
+      if (flushing_ || pending_.size() < kBackgroundCommitChunks) return;
+      // Only the prefix no earlier upload is still working on.
+      barrier = inflight_.empty() ? next_seq_ - 1 : inflight_.begin()->first - 1;
+      if (barrier <= committed) return;  // that upload's completion starts the next one
+      flushing_ = true;
+    }
+    absl::Status s = Commit(barrier, false, nullptr);
+    {
+      MutexLock lock(mu_);
+      flushing_ = false;
+    }
+    cv_.NotifyAll();
+    if (!s.ok()) {
+      spdlog::warn("inode {}: background commit: {}", ino_, s);  // the next flush retries
+      return;
+    }
+    committed = barrier;
   }
-  absl::Status s = Commit(barrier, false, nullptr);
-  if (!s.ok()) spdlog::warn("inode {}: background commit: {}", ino_, s);  // the next flush retries
-  {
-    MutexLock lock(mu_);
-    flushing_ = false;
-  }
-  cv_.NotifyAll();
 }
 
 uint64_t FileData::JournaledDirtyLocked() const {
