@@ -28,6 +28,9 @@ CacheCounters::CacheCounters(MetricsRegistry* r) {
   }
   disk_errors_.metric = r->GetCounter("kelp_cache_disk_errors_total",
                                       "Cache disk I/O errors (each degraded to a miss).");
+  files_reused_.metric = r->GetCounter(
+      "kelp_cache_files_reused_total",
+      "Disk cache entries written into an evicted entry's emptied file instead of a new file.");
 }
 
 void CacheCounters::Hit(Tier tier, uint64_t bytes, bool memory) {
@@ -52,6 +55,7 @@ void CacheCounters::Inserted(Tier tier, uint64_t bytes) {
 void CacheCounters::Evicted(Tier tier) { tiers_[TierIndex(tier)].evictions.Inc(1); }
 void CacheCounters::ChecksumFailure(Tier tier) { tiers_[TierIndex(tier)].checksum_failures.Inc(1); }
 void CacheCounters::DiskError() { disk_errors_.Inc(1); }
+void CacheCounters::FileReused() { files_reused_.Inc(1); }
 
 void CacheCounters::Fill(CacheStats* s) const {
   for (int i = 0; i < kNumTiers; ++i) {
@@ -68,6 +72,7 @@ void CacheCounters::Fill(CacheStats* s) const {
     o.checksum_failures = t.checksum_failures.get();
   }
   s->disk_errors = disk_errors_.get();
+  s->files_reused = files_reused_.get();
 }
 
 uint64_t CacheStats::hits() const {

@@ -40,6 +40,7 @@ struct CacheStats {
   uint64_t disk_capacity = 0;
   uint64_t disk_meta_bytes = 0;  // directories, KELPCACHE, LOCK, index
   uint64_t disk_errors = 0;      // failed writes/reads/deletes (each one degraded to a miss)
+  uint64_t files_reused = 0;     // entries written into an evicted entry's emptied file
 
   uint64_t hits() const;
   uint64_t misses() const;
@@ -58,6 +59,7 @@ class CacheCounters {
   void Evicted(Tier tier);
   void ChecksumFailure(Tier tier);
   void DiskError();
+  void FileReused();
 
   // Adds the counters (not the gauges) into *stats.
   void Fill(CacheStats* stats) const;
@@ -78,6 +80,7 @@ class CacheCounters {
   };
   std::array<PerTier, kNumTiers> tiers_;
   Pair disk_errors_;
+  Pair files_reused_;
 };
 
 }  // namespace kelp::mount::cache

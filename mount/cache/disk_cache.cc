@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "absl/container/inlined_vector.h"
 #include "mount/cache/cache_format.h"
+#include "mount/cache/entry_file.h"
 #include "shared/log.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -170,12 +172,30 @@ void DiskCache::EvictLocked(int for_tier, uint64_t need, uint64_t budget,
 
 void DiskCache::Unlink(std::vector<Victim> victims) {
   if (victims.empty()) return;
+  size_t room;
+  {
+    MutexLock lock(mu_);
+    size_t held = spares_.size() + spares_claimed_;
+    room = held < kMaxSpares ? std::min(victims.size(), kMaxSpares - held) : 0;
+    spares_claimed_ += room;
+  }
+  const size_t claimed = room;
+  std::vector<Spare> made;
   uint64_t done = 0, failed = 0;
   for (Victim& v : victims) {
-    std::string name = EntryFileName(v.id);
-    // Closed first (unless a reader still holds it), so the unlink frees the blocks at once.
+    // A file a reader still holds is not reused (it may still be reading it); any other is
+    // closed first, so emptying or unlinking it frees the blocks at once.
+    bool reuse = v.reusable && (v.file == nullptr || v.file.use_count() == 1);
     v.file.reset();
-    if (::unlinkat(dir_->tier_fd(v.tier), name.c_str(), 0) == 0 || errno == ENOENT) {
+    int dirfd = dir_->tier_fd(v.tier);
+    if (reuse && room > 0 && MakeSpare(dirfd, v.id).ok()) {
+      --room;
+      made.push_back({v.tier, v.id});
+      done += v.bytes;
+      continue;
+    }
+    std::string name = EntryFileName(v.id);
+    if (::unlinkat(dirfd, name.c_str(), 0) == 0 || errno == ENOENT) {
       done += v.bytes;
     } else {
       // Still on disk, so still counted; the next open's scan picks it up again.
@@ -184,8 +204,16 @@ void DiskCache::Unlink(std::vector<Victim> victims) {
     }
   }
   MutexLock lock(mu_);
+  spares_claimed_ -= claimed;
+  spares_.insert(spares_.end(), made.begin(), made.end());
   deleting_bytes_ -= done + failed;
   leaked_bytes_ += failed;
+}
+
+bool DiskCache::IsCurrent(int tier, uint64_t key, uint64_t id) {
+  MutexLock lock(mu_);
+  auto it = tiers_[tier].index.find(key);
+  return it != tiers_[tier].index.end() && it->second.id == id;
 }
 
 bool DiskCache::Reserve(int tier, uint64_t need) {
@@ -229,7 +257,7 @@ void DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {
     if (!unlink) return;
     deleting_bytes_ += bytes;
   }
-  Unlink({{static_cast<Tier>(tier), id, bytes, std::move(file)}});
+  Unlink({{static_cast<Tier>(tier), id, bytes, std::move(file), /*reusable=*/false}});
 }
 
 void DiskCache::NoteWriteError(const absl::Status& status) {
@@ -311,6 +339,9 @@ bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t le
     return true;
   }
   file.reset();
+  // Evicted during the read: its file may be gone, or emptied and reused by another block
+  // (which the checksums caught). A plain miss.
+  if (!IsCurrent(t, block.key, ref.id)) return false;
   if (absl::IsNotFound(s)) {
     // Evicted since the lookup (then this is a no-op), or deleted behind our back.
     Drop(t, block.key, ref.id, /*unlink=*/false);
@@ -361,7 +392,17 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
   }
   EntryRef ref{
       block.fid, block.blob_size, block.block_offset, static_cast<uint32_t>(data.size()), tier, id};
-  absl::StatusOr<uint64_t> written = WriteEntryFile(dir_->tier_fd(tier), ref, sums, data);
+  std::optional<SpareFile> spare;
+  {
+    MutexLock lock(mu_);
+    if (!spares_.empty()) {
+      spare = SpareFile{dir_->tier_fd(spares_.back().tier), spares_.back().id};
+      spares_.pop_back();
+    }
+  }
+  absl::StatusOr<uint64_t> written =
+      WriteEntryFile(dir_->tier_fd(tier), ref, sums, data, spare ? &*spare : nullptr);
+  if (spare && spare->reused) counters_->FileReused();
   uint64_t dir_bytes = dir_->MeasureTierDir(tier);
   if (!written.ok()) {
     unpublish(need);
@@ -424,6 +465,12 @@ void DiskCache::Close() {
     }
   }
   Unlink(std::move(victims));
+  std::vector<Spare> spares;
+  {
+    MutexLock lock(mu_);
+    spares.swap(spares_);
+  }
+  for (const Spare& spare : spares) ::unlinkat(dir_->tier_fd(spare.tier), SpareFileName(spare.id).c_str(), 0);
   if (!encoded.empty()) {
     if (absl::Status s = dir_->WriteIndex(encoded); !s.ok()) {
       spdlog::warn("cache: index not saved, the next open will scan entry headers: {}", s);

@@ -108,6 +108,7 @@ class DiskCache {
     uint64_t id;
     uint64_t bytes;
     std::shared_ptr<OpenFile> file;  // released before the unlink, outside the lock
+    bool reusable = true;            // false: a file that failed a read is deleted, not reused
   };
   struct OpenFileSlot {
     int tier;
@@ -126,8 +127,11 @@ class DiskCache {
   // Evicts until used + need fits in budget (or nothing is left to evict), appending victims.
   void EvictLocked(int for_tier, uint64_t need, uint64_t budget, std::vector<Victim>* victims)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Deletes victims' files (no lock held), then stops counting their bytes.
+  // Deletes victims' files (no lock held), then stops counting their bytes. Up to kMaxSpares
+  // of them, no longer open anywhere, are emptied and kept as spares instead.
   void Unlink(std::vector<Victim> victims) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether entry (tier, key) is still file id.
+  bool IsCurrent(int tier, uint64_t key, uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
   // Reserves need bytes for a write, evicting as needed. False if it cannot be had.
   bool Reserve(int tier, uint64_t need) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets entry `key` if it is still file `id`; with unlink, deletes the file too.
@@ -155,6 +159,17 @@ class DiskCache {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Entries whose file is kept open, oldest first (slots of entries gone since are skipped).
   std::deque<OpenFileSlot> open_files_ ABSL_GUARDED_BY(mu_);
+  // Evicted entries' files, emptied (SpareFileName), that the next inserts rename into place
+  // rather than create files: creating and deleting a file per block made ext4 without a
+  // journal search past every recently freed inode on each create. Removed by Close, or by
+  // the next open's scan after a crash.
+  static constexpr size_t kMaxSpares = 256;
+  struct Spare {
+    Tier tier;
+    uint64_t id;
+  };
+  std::vector<Spare> spares_ ABSL_GUARDED_BY(mu_);
+  size_t spares_claimed_ ABSL_GUARDED_BY(mu_) = 0;  // room in spares_ taken by Unlink calls in flight
 };
 
 }  // namespace kelp::mount::cache

@@ -55,11 +55,30 @@ inline uint64_t PageCount(uint64_t data_len) {
 std::string EntryFileName(uint64_t id);
 bool ParseEntryFileName(std::string_view name, uint64_t* id);
 
+// "spare-" and EntryFileName(id): the name an evicted entry's file waits under, emptied, to be
+// reused (not an entry name: a scan on open removes it).
+std::string SpareFileName(uint64_t id);
+
+// An emptied file to reuse: dirfd/SpareFileName(id). WriteEntryFile sets reused when it wrote
+// the entry into it.
+struct SpareFile {
+  int dirfd = -1;
+  uint64_t id = 0;
+  bool reused = false;
+};
+
+// Empties dirfd/EntryFileName(id) and renames it SpareFileName(id) in the same directory. On
+// failure the file may be left emptied under its entry name (the caller unlinks it).
+absl::Status MakeSpare(int dirfd, uint64_t id);
+
 // Creates dirfd/EntryFileName(entry.id) (it must not exist) holding data, whose page checksums
-// are sums (PageSums(data)), unsynced. Returns the bytes it occupies (st_blocks * 512). On
-// failure nothing is left behind.
+// are sums (PageSums(data)), unsynced. With spare, that file is renamed to the entry's name and
+// written instead of a new one being created (when the rename fails, the spare is removed and a
+// file created). Returns the bytes it occupies (st_blocks * 512). On failure nothing is left
+// behind, spare included.
 absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
-                                        const std::vector<uint64_t>& sums, std::string_view data);
+                                        const std::vector<uint64_t>& sums, std::string_view data,
+                                        SpareFile* spare = nullptr);
 
 // Opens an entry file for reading. NotFound if it is gone.
 absl::StatusOr<int> OpenEntryFile(int dirfd, uint64_t id);

@@ -138,6 +138,40 @@ TEST_CASE("du of the cache directory never exceeds the capacity") {
   CHECK(std::filesystem::exists(dir + "/" + format::kIndexFile));
 }
 
+TEST_CASE("evicted entries' files are emptied and reused, and no spare outlives the cache") {
+  TempDir tmp;
+  std::string dir = tmp.Sub("c");
+  CacheOptions o = TestOptions(dir, 8 * kMiB);
+  o.memory_bytes = 0;
+  auto cache = MustOpen(o);
+  std::string out;
+  // 100 blocks of 256 KiB through a large tier of about 4 MiB: most are evicted.
+  auto fid = [](int i) { return "14,r" + std::to_string(i); };
+  for (int i = 0; i < 100; ++i) {
+    REQUIRE_FALSE(ReadThrough(*cache, fid(i), 4 * kMiB, 0, 4096, &out));
+    REQUIRE(out == BlobBytes(fid(i), 0, 4096));
+    REQUIRE(DiskUsage(dir) <= 8 * kMiB);
+  }
+  CacheStats s = cache->GetStats();
+  INFO(s.Summary());
+  REQUIRE(s.tiers[2].evictions > 50);
+  // Each insert after the first eviction went into the file of an entry evicted for it.
+  CHECK(s.files_reused == s.tiers[2].evictions);
+  CHECK(s.disk_errors == 0);
+  for (int i = 96; i < 100; ++i) {
+    CHECK(ReadThrough(*cache, fid(i), 4 * kMiB, 100000, 8192, &out));
+    CHECK(out == BlobBytes(fid(i), 100000, 8192));
+  }
+  cache.reset();  // closes: writes the index, removes the spares, releases the directory
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/large")) {
+    uint64_t id;
+    CHECK(ParseEntryFileName(e.path().filename().string(), &id));
+  }
+  auto reopened = MustOpen(o);
+  CHECK(ReadThrough(*reopened, fid(99), 4 * kMiB, 0, 4096, &out));
+  CHECK(out == BlobBytes(fid(99), 0, 4096));
+}
+
 TEST_CASE("a corrupted entry is a miss, is dropped, and a re-insert heals it") {
   TempDir tmp;
   CacheOptions o = TestOptions(tmp.path(), 64 * kMiB);
@@ -225,11 +259,13 @@ TEST_CASE("on restart, torn and foreign files in tier directories are removed") 
   REQUIRE(::truncate(large[0].c_str(), 1000) == 0);           // torn write from a crash
   testing::FlipByte(large[1], format::kEntryOffBlockOffset);  // damaged header
   std::ofstream(tmp.Sub("medium/junk.tmp")) << "x";
+  std::ofstream(tmp.Sub("large/" + SpareFileName(9)));  // a spare a crash left behind
   std::ofstream(tmp.Sub("small/00000000000000zz")) << "x";
   auto cache = MustOpen(TestOptions(tmp.path(), 64 * kMiB));
   CHECK(CountHits(*cache, probes) == probes.size() - 2);
   CHECK(CountFiles(tmp.Sub("large")) == 0);
   CHECK_FALSE(std::filesystem::exists(tmp.Sub("medium/junk.tmp")));
+  CHECK_FALSE(std::filesystem::exists(tmp.Sub("large/" + SpareFileName(9))));
   CHECK_FALSE(std::filesystem::exists(tmp.Sub("small/00000000000000zz")));
 }
 
