@@ -176,7 +176,8 @@ void DiskCache::Unlink(std::vector<Victim> victims) {
   {
     MutexLock lock(mu_);
     size_t held = spares_.size() + spares_claimed_;
-    room = held < kMaxSpares ? std::min(victims.size(), kMaxSpares - held) : 0;
+    // Closing: nothing will reuse them.
+    room = held < kMaxSpares && !closed_.load() ? std::min(victims.size(), kMaxSpares - held) : 0;
     spares_claimed_ += room;
   }
   const size_t claimed = room;
@@ -210,12 +211,6 @@ void DiskCache::Unlink(std::vector<Victim> victims) {
   leaked_bytes_ += failed;
 }
 
-bool DiskCache::IsCurrent(int tier, uint64_t key, uint64_t id) {
-  MutexLock lock(mu_);
-  auto it = tiers_[tier].index.find(key);
-  return it != tiers_[tier].index.end() && it->second.id == id;
-}
-
 bool DiskCache::Reserve(int tier, uint64_t need) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::vector<Victim> victims;
@@ -241,23 +236,24 @@ bool DiskCache::Reserve(int tier, uint64_t need) {
   return false;
 }
 
-void DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {
+bool DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {
   uint64_t bytes = 0;
   std::shared_ptr<OpenFile> file;  // declared before the lock: released after it
   {
     MutexLock lock(mu_);
     TierState& ts = tiers_[tier];
     auto it = ts.index.find(key);
-    if (it == ts.index.end() || it->second.id != id || it->second.pending) return;
+    if (it == ts.index.end() || it->second.id != id || it->second.pending) return false;
     bytes = it->second.disk_bytes;
     file = std::move(it->second.file);
     ts.policy->Erase(key);
     ts.live_bytes -= bytes;
     ts.index.erase(it);
-    if (!unlink) return;
+    if (!unlink) return true;
     deleting_bytes_ += bytes;
   }
   Unlink({{static_cast<Tier>(tier), id, bytes, std::move(file), /*reusable=*/false}});
+  return true;
 }
 
 void DiskCache::NoteWriteError(const absl::Status& status) {
@@ -339,21 +335,21 @@ bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t le
     return true;
   }
   file.reset();
-  // Evicted during the read: its file may be gone, or emptied and reused by another block
-  // (which the checksums caught). A plain miss.
-  if (!IsCurrent(t, block.key, ref.id)) return false;
+  // A Drop that finds the entry gone means it was evicted during the read: its file may be
+  // gone, or emptied and reused by another block (which the checksums caught). A plain miss,
+  // not counted.
   if (absl::IsNotFound(s)) {
     // Evicted since the lookup (then this is a no-op), or deleted behind our back.
     Drop(t, block.key, ref.id, /*unlink=*/false);
   } else if (absl::IsDataLoss(s)) {
-    counters_->ChecksumFailure(tier);
-    spdlog::warn("cache: dropping corrupt entry {}/{} ({} @{}): {}", TierName(tier),
-                 EntryFileName(ref.id), block.fid, block.block_offset, s);
-    Drop(t, block.key, ref.id, /*unlink=*/true);
-  } else {
+    if (Drop(t, block.key, ref.id, /*unlink=*/true)) {
+      counters_->ChecksumFailure(tier);
+      spdlog::warn("cache: dropped corrupt entry {}/{} ({} @{}): {}", TierName(tier),
+                   EntryFileName(ref.id), block.fid, block.block_offset, s);
+    }
+  } else if (Drop(t, block.key, ref.id, /*unlink=*/true)) {
     counters_->DiskError();
     spdlog::warn("cache: read of {}/{} failed: {}", TierName(tier), EntryFileName(ref.id), s);
-    Drop(t, block.key, ref.id, /*unlink=*/true);
   }
   return false;
 }

@@ -130,12 +130,11 @@ class DiskCache {
   // Deletes victims' files (no lock held), then stops counting their bytes. Up to kMaxSpares
   // of them, no longer open anywhere, are emptied and kept as spares instead.
   void Unlink(std::vector<Victim> victims) ABSL_LOCKS_EXCLUDED(mu_);
-  // Whether entry (tier, key) is still file id.
-  bool IsCurrent(int tier, uint64_t key, uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
   // Reserves need bytes for a write, evicting as needed. False if it cannot be had.
   bool Reserve(int tier, uint64_t need) ABSL_LOCKS_EXCLUDED(mu_);
-  // Forgets entry `key` if it is still file `id`; with unlink, deletes the file too.
-  void Drop(int tier, uint64_t key, uint64_t id, bool unlink) ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets entry `key` if it is still file `id` (false if it is not); with unlink, deletes the
+  // file too.
+  bool Drop(int tier, uint64_t key, uint64_t id, bool unlink) ABSL_LOCKS_EXCLUDED(mu_);
   void NoteWriteError(const absl::Status& status);
   // Keeps file open for entry (tier, key, id) if it still exists, closing the oldest kept file
   // beyond MaxOpenFiles().
