@@ -221,10 +221,11 @@ uint64_t Filesystem::AddHandle(std::shared_ptr<FileHandle> h) {
 // ---- Events ----
 
 void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
-  // Returns true when the entry change was this mount's own (the kernel already knows).
+  // Returns true when the entry change was this mount's own: the kernel already knows, and the
+  // name cache holds what the reply said (an unlink behind needs it).
   auto inval_entry = [&](uint64_t parent, const std::string& name) {
-    cache_.DropEntry(parent, name);
     if (TakeOwnEntry(parent, name)) return true;
+    cache_.DropEntry(parent, name);
     if (n) n->InvalidateEntry(parent, name);
     return false;
   };

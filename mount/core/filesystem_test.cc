@@ -409,6 +409,32 @@ TEST_CASE("an rmdir and a rename wait for the unlinks behind, and the unmount se
   CHECK_FALSE(FilerHas(e, "y"));
 }
 
+TEST_CASE("the event of a mount's own create keeps its name cached, so the unlink still goes behind") {
+  TestFiler filer;
+  FakeBlobStore blobs;
+  FsOptions o;
+  o.subscribe = true;
+  Filesystem fs(filer.client(), &blobs, nullptr, o);
+  REQUIRE(fs.Start().ok());
+  RecordingNotifier n;
+  fs.StartEvents(&n);
+  REQUIRE(Eventually([&] { return filer.core()->events().waiters() >= 1; }));
+  Caller c;
+  auto f = fs.Create(fs.root(), "f", 0644, O_CREAT | O_EXCL | O_WRONLY, c);
+  REQUIRE(f.ok());
+  REQUIRE(fs.Release(f->fh).ok());
+  uint64_t seq = filer.core()->events().published();
+  REQUIRE(Eventually([&] { return fs.last_event_seq() >= seq; }));  // the create's own event applied
+  filer.SetDown(true);
+  // Answered from the name and attribute caches: an unlink behind, not a call that would fail.
+  REQUIRE(fs.Unlink(fs.root(), "f").ok());
+  CHECK(ErrnoOf(fs.Lookup(fs.root(), "f").status()) == ENOENT);
+  filer.SetDown(false);
+  REQUIRE(fs.FsyncDir(fs.root()).ok());
+  CHECK_FALSE(filer.core()->Lookup(fs.root(), "f").ok());
+  fs.Stop();
+}
+
 TEST_CASE("the unlink of an open file, of a hard-linked file, or with -unlinkBehind=0 waits for the filer") {
   FsOptions o;
   SECTION("open here") {
