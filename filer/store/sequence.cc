@@ -46,7 +46,10 @@ absl::Status SequenceAllocator::TakeRangeLocked(uint64_t n, uint64_t floor) {
     absl::Status s = mark.status();
     uint64_t first = 0, limit = 0;
     if (s.ok()) {
-      first = std::max(*mark, floor);
+      // When the mark is still where this allocator left it, nobody took numbers since: go
+      // on from the unused end of its own range, so one allocator leaves no gap (the event
+      // log publishes in order and would wait for a missing number forever).
+      first = std::max(*mark == limit_ ? next_ : *mark, floor);
       limit = first + n + step_;
       std::string v;
       PutFixed64BE(&v, limit);

@@ -1,6 +1,8 @@
 // A persistent counter handed out in ranges: the store records a high-water mark ahead of
-// what has been handed out, so a restart continues above every number ever returned (gaps
-// are fine, reuse never happens) and most allocations touch no disk. Ranges are taken in a
+// what has been handed out, so a restart continues above every number ever returned (reuse
+// never happens) and most allocations touch no disk. One allocator hands out consecutive
+// numbers, across its ranges too (the event log relies on it); gaps appear only at a restart
+// and between filers. Ranges are taken in a
 // transaction that reads the mark and raises it, so several filers sharing one store get
 // disjoint ranges and never hand out the same number.
 //
