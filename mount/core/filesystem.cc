@@ -171,19 +171,24 @@ void Filesystem::ListingRenamed(uint64_t parent, uint64_t parent_version, std::s
 void Filesystem::NoteOwnEntry(uint64_t parent, std::string_view name) {
   MutexLock lock(own_mu_);
   auto now = std::chrono::steady_clock::now();
-  if (own_entries_.size() > 10000) {
-    for (auto it = own_entries_.begin(); it != own_entries_.end();) {
-      it = now - it->second > std::chrono::seconds(10) ? own_entries_.erase(it) : std::next(it);
-    }
+  std::pair<uint64_t, std::string> key{parent, std::string(name)};
+  own_entries_[key] = now;
+  own_order_.emplace_back(now, std::move(key));
+  // Forget notes older than the events can be (TakeOwnEntry), and the oldest beyond a bound:
+  // a forgotten note only costs its event an invalidation the kernel did not need.
+  while (!own_order_.empty() &&
+         (now - own_order_.front().first > kOwnEntryLife || own_order_.size() > kMaxOwnEntries)) {
+    auto it = own_entries_.find(own_order_.front().second);
+    if (it != own_entries_.end() && it->second == own_order_.front().first) own_entries_.erase(it);
+    own_order_.pop_front();
   }
-  own_entries_[{parent, std::string(name)}] = now;
 }
 
 bool Filesystem::TakeOwnEntry(uint64_t parent, std::string_view name) {
   MutexLock lock(own_mu_);
   auto it = own_entries_.find({parent, std::string(name)});
   if (it == own_entries_.end()) return false;
-  bool fresh = std::chrono::steady_clock::now() - it->second < std::chrono::seconds(10);
+  bool fresh = std::chrono::steady_clock::now() - it->second < kOwnEntryLife;
   own_entries_.erase(it);
   return fresh;
 }

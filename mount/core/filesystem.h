@@ -101,6 +101,9 @@ class Filesystem {
   static constexpr size_t kSyncAheadThreads = 8;
   // Unlinks behind sent in one UnlinkBatch call at most.
   static constexpr size_t kUnlinkBatch = 64;
+  // How long a note of an own change waits for its event, and how many notes are kept.
+  static constexpr std::chrono::seconds kOwnEntryLife{10};
+  static constexpr size_t kMaxOwnEntries = 1 << 16;
   // meta and blobs must outlive this; cache may be null.
   Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options);
   ~Filesystem();
@@ -285,6 +288,10 @@ class Filesystem {
   Mutex own_mu_;
   // (parent, name) -> when this mount changed it; entries older than a few seconds are stale.
   std::map<std::pair<uint64_t, std::string>, std::chrono::steady_clock::time_point> own_entries_
+      ABSL_GUARDED_BY(own_mu_);
+  // The same notes in the order they were made (taken ones too, skipped when they come up), so
+  // expiry looks at the oldest only.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::pair<uint64_t, std::string>>> own_order_
       ABSL_GUARDED_BY(own_mu_);
 };
 
