@@ -11,16 +11,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<Event> Drain(EventSubscription& sub) {
-  std::vector<Event> out;
-  for (;;) {
-    auto batch = sub.Next(100, 0ms);
-    REQUIRE(batch.ok());
-    if (batch->empty()) return out;
-    for (auto& e : *batch) out.push_back(std::move(e));
-  }
-}
-
 // Until a thread is parked in the log's wait (at most 20 s).
 bool Parked(EventLog& log) {
   auto deadline = std::chrono::steady_clock::now() + 20s;

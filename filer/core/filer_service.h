@@ -118,6 +118,15 @@ class FilerService {
   // Returns the inode afterwards (nlink may be 0: then it is purged or, if open, an orphan).
   absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name);
   absl::Status Rmdir(uint64_t parent, std::string_view name);
+  // Unlinks several names of one directory in one atomic write (the mount's unlinks behind
+  // come in such runs): each name's result is what Unlink would have answered, with the
+  // directory's attributes just after that name went (its version counts every removal, as
+  // separate unlinks would).
+  struct Unlinked {
+    absl::StatusOr<Attr> attr;
+    std::optional<Attr> parent_attr;
+  };
+  std::vector<Unlinked> UnlinkMany(uint64_t parent, const std::vector<std::string>& names);
   // Removes name and, if it is a directory, everything below it (HTTP DELETE ?recursive=true).
   // Not atomic: it is a depth-first series of Unlink/Rmdir, each atomic; entries added
   // concurrently are removed too or make it fail ENOTEMPTY after a few rounds.
@@ -271,6 +280,10 @@ class FilerService {
   absl::StatusOr<Attr> CreateNode(const CreateArgs& args, std::string_view symlink_target);
   // Unlink and Rmdir.
   absl::StatusOr<InodeRecord> RemoveName(uint64_t parent, std::string_view name, bool rmdir);
+  // One attempt of UnlinkMany. A name whose entry changed between the first read and the locks
+  // is left with retry set, for a plain Unlink afterwards.
+  absl::Status UnlinkManyOnce(uint64_t parent, const std::vector<std::string>& names,
+                              std::vector<Unlinked>* out, std::vector<bool>* retry);
   absl::Status EmptyDir(uint64_t dir, int depth);
   // Rename once every involved inode is locked and the dentries re-validated.
   absl::StatusOr<RenameResult> RenameLocked(const LockTable::Guard& guard, uint64_t parent,

@@ -113,3 +113,88 @@ TEST_CASE("remove tree deletes a whole subtree and its data") {
   CHECK(Err(h.fs->RemoveTree(1, "top")) == ENOENT);
   h.RequireConsistent();
 }
+
+TEST_CASE("unlink many: one directory's names in one write, each with its own answer") {
+  Harness h(KELP_BACKENDS);
+  uint64_t d = h.Mkdir(1, "d");
+  uint64_t other = h.Mkdir(1, "other");
+  uint64_t a = h.Mkfile(d, "a");
+  uint64_t b = h.Mkfile(d, "b");
+  uint64_t two = h.Mkfile(d, "two");
+  REQUIRE(h.fs->Link(two, d, "two2").ok());  // both names go: purged
+  uint64_t kept = h.Mkfile(d, "kept");
+  REQUIRE(h.fs->Link(kept, other, "k").ok());  // one name stays elsewhere: kept, nlink 1
+  h.Mkdir(d, "sub");
+  auto s = h.fs->OpenSession("m")->session();
+  CreateArgs ca;
+  ca.parent = d;
+  ca.name = "open";
+  ca.mode = S_IFREG | 0644;
+  ca.session = s;
+  ca.open_handle = true;
+  auto open = h.fs->Create(ca);
+  REQUIRE(open.ok());
+  CommitChunksRequest c;
+  c.set_ino(b);
+  *c.add_chunks() = MakeChunk(Fid(7), 0, 10);
+  REQUIRE(h.fs->CommitChunks(c).ok());
+  const int64_t inodes = h.fs->InodeCount();
+  const uint64_t version = h.fs->GetAttr(d)->version();
+  auto sub_events = h.fs->Subscribe(0, "");
+  REQUIRE(sub_events.ok());
+  Drain(**sub_events);
+  h.clock.Advance(1s);
+
+  std::vector<std::string> names{"a", "b", "a", "missing", "sub", "two", "two2", "kept", "bad/name", "open"};
+  auto r = h.fs->UnlinkMany(d, names);
+  REQUIRE(r.size() == names.size());
+  REQUIRE(r[0].attr.ok());
+  CHECK(r[0].attr->ino() == a);
+  CHECK(r[0].attr->nlink() == 0);
+  CHECK(r[1].attr.ok());
+  CHECK(Err(r[2].attr) == ENOENT);  // "a" again: gone by then
+  CHECK(Err(r[3].attr) == ENOENT);
+  CHECK(Err(r[4].attr) == EISDIR);
+  CHECK(r[5].attr.ok());
+  REQUIRE(r[6].attr.ok());
+  CHECK(r[6].attr->nlink() == 0);
+  REQUIRE(r[7].attr.ok());
+  CHECK(r[7].attr->nlink() == 1);
+  CHECK(Err(r[8].attr) == EINVAL);
+  REQUIRE(r[9].attr.ok());
+  // Each removal's directory version, as separate unlinks would have left it.
+  std::vector<size_t> done{0, 1, 5, 6, 7, 9};
+  for (size_t j = 0; j < done.size(); ++j) {
+    REQUIRE(r[done[j]].parent_attr.has_value());
+    CHECK(r[done[j]].parent_attr->version() == version + j + 1);
+    CHECK(r[done[j]].parent_attr->mtime_ns() == h.clock.WallNs());
+  }
+  for (size_t i : {2, 3, 4, 8}) CHECK_FALSE(r[i].parent_attr.has_value());
+  auto dir = h.fs->GetAttr(d);
+  CHECK(dir->version() == version + done.size());
+  CHECK(dir->mtime_ns() == h.clock.WallNs());
+  CHECK(h.Names(d) == std::vector<std::string>{"sub"});
+  CHECK(Err(h.fs->GetAttr(a)) == ENOENT);
+  CHECK(Err(h.fs->GetAttr(two)) == ENOENT);
+  CHECK(h.fs->GetAttr(kept)->nlink() == 1);
+  CHECK(h.fs->GetAttr(open->ino()).ok());  // open: an orphan until released
+  CHECK(h.fs->InodeCount() == inodes - 3);  // a, b, two
+  CHECK(h.GcFids() == std::vector<std::string>{Fid(7)});
+  // One event per name removed, in order, each with its directory version.
+  auto ev = Drain(**sub_events);
+  REQUIRE(ev.size() == done.size());
+  for (size_t j = 0; j < done.size(); ++j) {
+    CHECK(ev[j].kind() == EVENT_DELETE);
+    CHECK(ev[j].name() == names[done[j]]);
+    CHECK(ev[j].parent_version() == version + j + 1);
+  }
+  h.RequireConsistent();
+  REQUIRE(h.fs->Release(s, open->ino()).ok());
+  h.RequireConsistent();
+
+  // A directory that is not there fails every name.
+  auto none = h.fs->UnlinkMany(9999, {"x", "y"});
+  REQUIRE(none.size() == 2);
+  CHECK(Err(none[0].attr) == ENOENT);
+  CHECK(Err(none[1].attr) == ENOENT);
+}

@@ -2,6 +2,11 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "filer/core/filer_service.h"
 #include "filer/core/mutation.h"
@@ -66,6 +71,121 @@ absl::StatusOr<InodeRecord> FilerService::RemoveName(uint64_t parent, std::strin
     RETURN_IF_ERROR(m.Commit());
     return child;
   }
+}
+
+std::vector<FilerService::Unlinked> FilerService::UnlinkMany(uint64_t parent, const std::vector<std::string>& names) {
+  std::vector<Unlinked> out;
+  std::vector<bool> retry;
+  absl::Status s = Transact([&] {
+    out.assign(names.size(), Unlinked{absl::InternalError("unlink not run"), std::nullopt});
+    retry.assign(names.size(), false);
+    return UnlinkManyOnce(parent, names, &out, &retry);
+  });
+  if (!s.ok()) {
+    for (Unlinked& u : out) u = Unlinked{s, std::nullopt};
+    return out;
+  }
+  // Without the directory's version: the caller cannot place these among the others, and
+  // must read the directory again.
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (retry[i]) out[i] = Unlinked{Unlink(parent, names[i]), std::nullopt};
+  }
+  return out;
+}
+
+absl::Status FilerService::UnlinkManyOnce(uint64_t parent, const std::vector<std::string>& names,
+                                          std::vector<Unlinked>* out, std::vector<bool>* retry) {
+  // What each name pointed at before the locks: the children to lock with the directory.
+  std::vector<uint64_t> seen(names.size(), 0);
+  std::vector<uint64_t> lock{parent};
+  RETURN_IF_ERROR(LoadDir(parent).status());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (absl::Status v = ValidateName(names[i]); !v.ok()) {
+      (*out)[i].attr = v;
+      continue;
+    }
+    ASSIGN_OR_RETURN(auto d, LoadDentry(parent, names[i]));
+    if (!d) {
+      (*out)[i].attr = PosixError(ENOENT, StrCat("no entry ", names[i]));
+      continue;
+    }
+    seen[i] = d->ino;
+    lock.push_back(d->ino);
+  }
+  auto guard = locks_.Lock(lock);
+  ASSIGN_OR_RETURN(InodeRecord dir, LoadDir(parent));
+  const uint64_t version_before = dir.version;
+  int64_t now = NowNs();
+  Mutation m(this, guard);
+  // Children in the order they were first met (two names of one inode share its record).
+  std::vector<uint64_t> order;
+  std::map<uint64_t, InodeRecord> children;
+  std::vector<std::pair<size_t, uint64_t>> removed;  // (name index, child)
+  std::set<uint64_t> touched;                        // children that lost a name
+  std::set<std::string_view> gone;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (seen[i] == 0) continue;
+    const std::string& name = names[i];
+    std::optional<DentryValue> d;
+    if (!gone.count(name)) {
+      ASSIGN_OR_RETURN(d, LoadDentry(parent, name));
+    }
+    if (!d) {
+      (*out)[i].attr = PosixError(ENOENT, StrCat("no entry ", name));
+      continue;
+    }
+    if (d->ino != seen[i]) {  // renamed over since: its new child is not locked
+      (*retry)[i] = true;
+      continue;
+    }
+    auto it = children.find(d->ino);
+    if (it == children.end()) {
+      auto child = LoadInode(d->ino);
+      if (!child.ok()) {
+        (*out)[i].attr = child.status();
+        continue;
+      }
+      it = children.emplace(d->ino, std::move(*child)).first;
+      order.push_back(d->ino);
+    }
+    InodeRecord& child = it->second;
+    if (child.IsDir()) {
+      (*out)[i].attr = PosixError(EISDIR, StrCat(name, " is a directory"));
+      continue;
+    }
+    RemoveEntry(m, parent, name, *d);
+    gone.insert(name);
+    child.ctime_ns = now;
+    --child.nlink;
+    removed.emplace_back(i, d->ino);
+    touched.insert(d->ino);
+  }
+  if (removed.empty()) return absl::OkStatus();
+  for (uint64_t ino : order) {
+    if (!touched.count(ino)) continue;  // a directory: nothing of it removed
+    InodeRecord& child = children.at(ino);
+    if (child.nlink == 0) {
+      RETURN_IF_ERROR(DropOrOrphan(m, child));
+    } else {
+      PutInode(m, child);
+    }
+  }
+  dir.mtime_ns = dir.ctime_ns = now;
+  // One record write for all, with the version separate unlinks would have left.
+  dir.version += removed.size() - 1;
+  PutInode(m, dir);
+  Attr dir_attr = dir.ToAttr();
+  for (size_t j = 0; j < removed.size(); ++j) {
+    const auto& [i, ino] = removed[j];
+    const InodeRecord& child = children.at(ino);
+    Event e = MakeEvent(EVENT_DELETE, child, parent, names[i]);
+    e.set_parent_version(version_before + j + 1);
+    m.Emit(std::move(e));
+    (*out)[i].attr = child.ToAttr();
+    (*out)[i].parent_attr = dir_attr;
+    (*out)[i].parent_attr->set_version(version_before + j + 1);
+  }
+  return m.Commit();
 }
 
 namespace {

@@ -362,6 +362,17 @@ inline int CrossingMoves(FilerService& x, FilerService& y, uint64_t a, uint64_t 
 }
 
 // The errno of a status or StatusOr.
+// Every event the subscription has now, without waiting.
+inline std::vector<Event> Drain(EventSubscription& sub) {
+  std::vector<Event> out;
+  for (;;) {
+    auto batch = sub.Next(100, std::chrono::milliseconds(0));
+    REQUIRE(batch.ok());
+    if (batch->empty()) return out;
+    for (auto& e : *batch) out.push_back(std::move(e));
+  }
+}
+
 inline int Err(const absl::Status& s) { return ErrnoOf(s); }
 template <typename T>
 int Err(const absl::StatusOr<T>& s) {

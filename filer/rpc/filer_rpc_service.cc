@@ -121,13 +121,29 @@ void FilerRpcService::AddNamespaceMethods() {
         if (req.unlinks_size() > kMaxUnlinkBatch) {
           return absl::InvalidArgumentError(kelp::StrCat("an unlink batch holds at most ", kMaxUnlinkBatch, " unlinks"));
         }
-        for (const UnlinkRequest& u : req.unlinks()) {
-          UnlinkResult* r = resp->add_results();
-          if (absl::Status s = UnlinkOne(u, r->mutable_done()); !s.ok()) {
-            r->clear_done();
-            r->set_errno_value(ErrnoOf(s));
-            r->set_error(std::string(s.message()));
+        // Each run of one directory's names is one write (FilerService::UnlinkMany).
+        for (int begin = 0; begin < req.unlinks_size();) {
+          const uint64_t parent = req.unlinks(begin).parent();
+          int end = begin;
+          std::vector<std::string> names;
+          for (; end < req.unlinks_size() && req.unlinks(end).parent() == parent; ++end) {
+            names.push_back(req.unlinks(end).name());
           }
+          for (auto& u : core_->UnlinkMany(parent, names)) {
+            UnlinkResult* r = resp->add_results();
+            if (!u.attr.ok()) {
+              r->set_errno_value(ErrnoOf(u.attr.status()));
+              r->set_error(std::string(u.attr.status().message()));
+              continue;
+            }
+            *r->mutable_done()->mutable_attr() = std::move(*u.attr);
+            if (u.parent_attr) {
+              *r->mutable_done()->mutable_parent_attr() = std::move(*u.parent_attr);
+            } else {
+              AddParentAttr(parent, r->mutable_done()->mutable_parent_attr());
+            }
+          }
+          begin = end;
         }
         return absl::OkStatus();
       },
