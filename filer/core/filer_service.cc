@@ -372,11 +372,12 @@ absl::Status FilerService::PurgeOrphansIfUnused(const std::vector<uint64_t>& ino
 
 absl::Status FilerService::PurgeOrphanOnce(uint64_t ino) {
   auto guard = locks_.Lock({ino});
-  ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), ino));
-  if (open) return absl::OkStatus();
+  // The mark first: one read, and most inodes released are not orphans.
   auto mark = rd().Get(keys::OrphanKey(ino));
   if (absl::IsNotFound(mark.status())) return absl::OkStatus();
   RETURN_IF_ERROR(mark.status());
+  ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), ino));
+  if (open) return absl::OkStatus();
   Mutation m(this, guard);
   auto rec = LoadInode(ino);
   if (rec.ok() && rec->nlink == 0) {

@@ -183,7 +183,9 @@ class FilerService {
   absl::Status KeepAlive(std::string_view session, const std::vector<uint64_t>& open_inodes,
                          bool reattach);
   absl::Status Open(std::string_view session, uint64_t ino);
-  absl::Status Release(std::string_view session, uint64_t ino);
+  // Drops one open of each inode listed (one per time it is listed), in one transaction.
+  absl::Status Release(std::string_view session, const std::vector<uint64_t>& inodes);
+  absl::Status Release(std::string_view session, uint64_t ino) { return Release(session, std::vector<uint64_t>{ino}); }
 
   // --- Events ------------------------------------------------------------------------
   // from_seq 0 = only events after now. path_prefix ("" or "/" = everything) names a

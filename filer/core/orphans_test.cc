@@ -59,6 +59,28 @@ TEST_CASE("unlink while open keeps the inode until the last release") {
   h.RequireConsistent();
 }
 
+TEST_CASE("one release call drops each inode as often as it is listed, and purges the orphans it frees") {
+  Harness h(KELP_BACKENDS);
+  auto s = h.fs->OpenSession("m")->session();
+  uint64_t f = CreateOpen(h, s, "f");
+  uint64_t g = CreateOpen(h, s, "g");
+  uint64_t k = CreateOpen(h, s, "k");
+  REQUIRE(h.fs->Open(s, f).ok());  // f: two handles
+  REQUIRE(h.fs->Open(s, k).ok());  // k: two handles, one released below
+  REQUIRE(h.fs->Unlink(1, "f").ok());
+  REQUIRE(h.fs->Unlink(1, "g").ok());
+  REQUIRE(h.fs->Unlink(1, "k").ok());
+  REQUIRE(h.fs->Release(s, std::vector<uint64_t>{f, g, f, k, 424242}).ok());  // an unknown inode too
+  CHECK(Err(h.fs->GetAttr(f)) == ENOENT);
+  CHECK(Err(h.fs->GetAttr(g)) == ENOENT);
+  CHECK(h.fs->GetAttr(k).ok());  // still held once
+  CHECK(h.GcFids() == std::vector<std::string>{Fid(f), Fid(g)});
+  h.RequireConsistent();
+  REQUIRE(h.fs->Release(s, std::vector<uint64_t>{k}).ok());
+  CHECK(Err(h.fs->GetAttr(k)) == ENOENT);
+  h.RequireConsistent();
+}
+
 TEST_CASE("a lapsed session releases its open files") {
   Harness h(KELP_BACKENDS);
   auto open = h.fs->OpenSession("m");

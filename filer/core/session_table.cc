@@ -99,7 +99,8 @@ absl::Status SessionTable::AddOpen(KvReader& r, WriteBatch& b, std::string_view 
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> SessionTable::RemoveOpen(KvReader& r, WriteBatch& b, std::string_view id, uint64_t ino) {
+absl::StatusOr<bool> SessionTable::RemoveOpen(KvReader& r, WriteBatch& b, std::string_view id, uint64_t ino,
+                                              uint64_t times) {
   std::string hk = keys::HolderKey(ino, id);
   auto v = r.Get(hk);
   if (absl::IsNotFound(v.status())) return false;
@@ -107,12 +108,12 @@ absl::StatusOr<bool> SessionTable::RemoveOpen(KvReader& r, WriteBatch& b, std::s
   std::string_view in = *v;
   uint64_t n = 0;
   if (!GetVarint64(&in, &n)) return absl::DataLossError("corrupt open count");
-  if (n <= 1) {
+  if (n <= times) {
     b.Delete(hk);
     b.Delete(keys::SessionOpenKey(id, ino));
   } else {
     std::string nv;
-    PutVarint64(&nv, n - 1);
+    PutVarint64(&nv, n - times);
     b.Put(hk, nv);
   }
   return true;

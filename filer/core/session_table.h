@@ -53,8 +53,9 @@ class SessionTable {
   // One more open of ino by the session. new_inode: ino was created in this batch (nobody
   // holds it yet, so nothing needs reading).
   absl::Status AddOpen(KvReader& r, WriteBatch& b, std::string_view id, uint64_t ino, bool new_inode = false);
-  // One open fewer; true when the session held ino.
-  absl::StatusOr<bool> RemoveOpen(KvReader& r, WriteBatch& b, std::string_view id, uint64_t ino);
+  // `times` opens fewer (at most all the session has); true when the session held ino.
+  absl::StatusOr<bool> RemoveOpen(KvReader& r, WriteBatch& b, std::string_view id, uint64_t ino,
+                                  uint64_t times = 1);
   // Is ino held by any session (other than `except`, whose opens the caller is dropping)?
   absl::StatusOr<bool> IsOpen(KvReader& r, uint64_t ino, std::string_view except = {});
   // The inodes the session holds.

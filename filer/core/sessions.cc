@@ -4,7 +4,9 @@
 // restart and a client moving to another filer.
 #include <algorithm>
 #include <cerrno>
+#include <map>
 #include <set>
+#include <vector>
 
 #include "filer/core/filer_service.h"
 #include "filer/core/mutation.h"
@@ -95,24 +97,28 @@ absl::Status FilerService::Open(std::string_view session, uint64_t ino) {
   });
 }
 
-absl::Status FilerService::Release(std::string_view session, uint64_t ino) {
-  if (!SessionTable::ValidateId(session).ok()) return absl::OkStatus();
-  bool last = false;
+absl::Status FilerService::Release(std::string_view session, const std::vector<uint64_t>& inodes) {
+  if (inodes.empty() || !SessionTable::ValidateId(session).ok()) return absl::OkStatus();
+  // How many handles of each inode go (a burst of closes may name one twice).
+  std::map<uint64_t, uint64_t> times;
+  for (uint64_t ino : inodes) ++times[ino];
+  std::vector<uint64_t> lock, held;
+  for (const auto& [ino, n] : times) lock.push_back(ino);
   RETURN_IF_ERROR(Transact([&]() -> absl::Status {
-    last = false;
-    auto guard = locks_.Lock({ino});
+    held.clear();
+    auto guard = locks_.Lock(lock);
     Mutation m(this, guard);
     m.batch().set_may_use_reserve();
-    // An unknown session or an inode it does not hold is not an error (release after lapse).
-    ASSIGN_OR_RETURN(bool held, sessions_.RemoveOpen(rd(), m.batch(), session, ino));
-    if (!held) return absl::OkStatus();
-    RETURN_IF_ERROR(m.Commit());
-    ASSIGN_OR_RETURN(bool open, sessions_.IsOpen(rd(), ino));
-    last = !open;
-    return absl::OkStatus();
+    for (const auto& [ino, n] : times) {
+      // An unknown session or an inode it does not hold is not an error (release after lapse).
+      ASSIGN_OR_RETURN(bool h, sessions_.RemoveOpen(rd(), m.batch(), session, ino, n));
+      if (h) held.push_back(ino);
+    }
+    if (held.empty()) return absl::OkStatus();
+    return m.Commit();
   }));
-  if (last) return PurgeOrphanIfUnused(ino);
-  return absl::OkStatus();
+  // An unlinked file goes with its last holder (PurgeOrphanOnce looks whether it is one).
+  return PurgeOrphansIfUnused(held);
 }
 
 absl::Status FilerService::ExpireSession(const std::string& id, std::vector<uint64_t>* freed) {

@@ -268,12 +268,9 @@ void FilerRpcService::AddSessionMethods() {
       });
   service_.AddUnary<ReleaseRequest, Empty>(M(FilerMethod::kRelease), "Release",
                                            [this](const ReleaseRequest& req, Empty*) {
-                                             absl::Status first;
-                                             for (uint64_t ino : req.inodes()) {
-                                               absl::Status s = core_->Release(req.session(), ino);
-                                               if (first.ok() && !s.ok()) first = s;
-                                             }
-                                             return first;
+                                             return core_->Release(req.session(), std::vector<uint64_t>(
+                                                                                      req.inodes().begin(),
+                                                                                      req.inodes().end()));
                                            });
   service_.AddStream<SubscribeRequest>(
       M(FilerMethod::kSubscribe), "Subscribe", [this](const SubscribeRequest& req, rpc::StreamWriter& w) {
