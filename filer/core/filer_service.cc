@@ -313,10 +313,10 @@ absl::Status FilerService::DropOrOrphan(Mutation& m, InodeRecord& rec) {
     PutInode(m, rec);
     return absl::OkStatus();
   }
-  return PurgeInode(m, rec);
+  return PurgeInode(m, rec, false);  // it had a name until now: no orphan mark
 }
 
-absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec) {
+absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec, bool marked) {
   WriteBatch& b = m.batch();
   // Point deletes of what a scan finds, not range deletes: RocksDB range tombstones are cheap
   // to write but slow down reads when there are millions of them (one per unlink).
@@ -344,7 +344,7 @@ absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec) {
   }
   // A purged directory is empty (rmdir checked, under its lock), so D and K need nothing.
   if (rec.inline_size > 0) b.Delete(keys::InlineKey(rec.ino));
-  b.Delete(keys::OrphanKey(rec.ino));
+  if (marked) b.Delete(keys::OrphanKey(rec.ino));
   b.Delete(keys::InodeKey(rec.ino));
   m.AdjustInodes(-1);
   m.Collect(std::vector<std::string>(fids.begin(), fids.end()), rec.ino);
@@ -381,7 +381,7 @@ absl::Status FilerService::PurgeOrphanOnce(uint64_t ino) {
   Mutation m(this, guard);
   auto rec = LoadInode(ino);
   if (rec.ok() && rec->nlink == 0) {
-    RETURN_IF_ERROR(PurgeInode(m, *rec));
+    RETURN_IF_ERROR(PurgeInode(m, *rec, true));
   } else if (rec.ok() || ErrnoOf(rec.status()) == ENOENT) {
     m.batch().Delete(keys::OrphanKey(ino));  // stale mark
   } else {

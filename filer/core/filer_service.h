@@ -264,8 +264,9 @@ class FilerService {
   void PutInode(Mutation& m, InodeRecord& rec);  // bumps version
   // rec has nlink 0: keep it as an orphan while open, else purge it now.
   absl::Status DropOrOrphan(Mutation& m, InodeRecord& rec);
-  // Deletes the inode with its chunks (to GC), inline data, xattrs and orphan mark.
-  absl::Status PurgeInode(Mutation& m, const InodeRecord& rec);
+  // Deletes the inode with its chunks (to GC), inline data, xattrs and, when `marked` (it was
+  // an orphan), its orphan mark.
+  absl::Status PurgeInode(Mutation& m, const InodeRecord& rec, bool marked);
   // Purges ino if it is an orphan nobody holds open. Takes the inode's lock.
   absl::Status PurgeOrphanIfUnused(uint64_t ino);
   absl::Status PurgeOrphansIfUnused(const std::vector<uint64_t>& inos);
