@@ -126,14 +126,7 @@ TEST_CASE("unlink many: one directory's names in one write, each with its own an
   REQUIRE(h.fs->Link(kept, other, "k").ok());  // one name stays elsewhere: kept, nlink 1
   h.Mkdir(d, "sub");
   auto s = h.fs->OpenSession("m")->session();
-  CreateArgs ca;
-  ca.parent = d;
-  ca.name = "open";
-  ca.mode = S_IFREG | 0644;
-  ca.session = s;
-  ca.open_handle = true;
-  auto open = h.fs->Create(ca);
-  REQUIRE(open.ok());
+  uint64_t open = h.Mkfile(d, "open", s);
   CommitChunksRequest c;
   c.set_ino(b);
   *c.add_chunks() = MakeChunk(Fid(7), 0, 10);
@@ -177,7 +170,7 @@ TEST_CASE("unlink many: one directory's names in one write, each with its own an
   CHECK(Err(h.fs->GetAttr(a)) == ENOENT);
   CHECK(Err(h.fs->GetAttr(two)) == ENOENT);
   CHECK(h.fs->GetAttr(kept)->nlink() == 1);
-  CHECK(h.fs->GetAttr(open->ino()).ok());  // open: an orphan until released
+  CHECK(h.fs->GetAttr(open).ok());  // open: an orphan until released
   CHECK(h.fs->InodeCount() == inodes - 3);  // a, b, two
   CHECK(h.GcFids() == std::vector<std::string>{Fid(7)});
   // One event per name removed, in order, each with its directory version.
@@ -189,7 +182,7 @@ TEST_CASE("unlink many: one directory's names in one write, each with its own an
     CHECK(ev[j].parent_version() == version + j + 1);
   }
   h.RequireConsistent();
-  REQUIRE(h.fs->Release(s, open->ino()).ok());
+  REQUIRE(h.fs->Release(s, open).ok());
   h.RequireConsistent();
 
   // A directory that is not there fails every name.

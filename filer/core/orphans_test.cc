@@ -9,19 +9,12 @@ using namespace std::chrono_literals;
 namespace {
 
 uint64_t CreateOpen(Harness& h, const std::string& session, const std::string& name) {
-  CreateArgs a;
-  a.parent = 1;
-  a.name = name;
-  a.mode = S_IFREG | 0644;
-  a.session = session;
-  a.open_handle = true;
-  auto r = h.fs->Create(a);
-  REQUIRE(r.ok());
+  uint64_t ino = h.Mkfile(1, name, session);
   CommitChunksRequest c;
-  c.set_ino(r->ino());
-  *c.add_chunks() = MakeChunk(Fid(r->ino()), 0, 10);
+  c.set_ino(ino);
+  *c.add_chunks() = MakeChunk(Fid(ino), 0, 10);
   REQUIRE(h.fs->CommitChunks(c).ok());
-  return r->ino();
+  return ino;
 }
 
 }  // namespace

@@ -275,12 +275,15 @@ class Harness {
     REQUIRE(r.ok());
     return r->ino();
   }
-  uint64_t Mkfile(uint64_t parent, const std::string& name) {
+  // With a session: the new file is open in it (as a mount's create leaves it).
+  uint64_t Mkfile(uint64_t parent, const std::string& name, const std::string& session = "") {
     CreateArgs a;
     a.parent = parent;
     a.name = name;
     a.mode = S_IFREG | 0644;
     a.exclusive = true;
+    a.session = session;
+    a.open_handle = !session.empty();
     auto r = fs->Create(a);
     REQUIRE(r.ok());
     return r->ino();
