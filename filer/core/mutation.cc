@@ -20,14 +20,19 @@ absl::Status Mutation::Commit(bool sync) {
   size_t stripe = 0;
   int64_t count = 0;
   if (inode_delta_ != 0) {
-    // Read in the transaction: another filer may have changed this stripe's count.
     stripe = guard_.held().at(0);
     std::string key = keys::CounterKey(static_cast<uint32_t>(stripe));
-    auto v = fs_->rd().Get(key);
-    if (v.ok()) {
-      ASSIGN_OR_RETURN(count, DecodeCounter(*v));
-    } else if (!absl::IsNotFound(v.status())) {
-      return v.status();
+    if (fs_->kv_->shared()) {
+      // Read in the transaction: another filer may have changed this stripe's count.
+      auto v = fs_->rd().Get(key);
+      if (v.ok()) {
+        ASSIGN_OR_RETURN(count, DecodeCounter(*v));
+      } else if (!absl::IsNotFound(v.status())) {
+        return v.status();
+      }
+    } else {
+      // Only this process writes it, under the stripe this mutation holds: the copy is exact.
+      count = fs_->counters_[stripe].load();
     }
     count += inode_delta_;
     batch_.Put(key, EncodeCounter(count));
