@@ -121,7 +121,6 @@ absl::Status FilerService::UnlinkManyOnce(uint64_t parent, const std::vector<std
   std::vector<uint64_t> order;
   std::map<uint64_t, InodeRecord> children;
   std::vector<std::pair<size_t, uint64_t>> removed;  // (name index, child)
-  std::set<uint64_t> touched;                        // children that lost a name
   std::set<std::string_view> gone;
   for (size_t i = 0; i < names.size(); ++i) {
     if (seen[i] == 0) continue;
@@ -145,24 +144,22 @@ absl::Status FilerService::UnlinkManyOnce(uint64_t parent, const std::vector<std
         (*out)[i].attr = child.status();
         continue;
       }
+      if (child->IsDir()) {
+        (*out)[i].attr = PosixError(EISDIR, StrCat(name, " is a directory"));
+        continue;
+      }
       it = children.emplace(d->ino, std::move(*child)).first;
       order.push_back(d->ino);
     }
     InodeRecord& child = it->second;
-    if (child.IsDir()) {
-      (*out)[i].attr = PosixError(EISDIR, StrCat(name, " is a directory"));
-      continue;
-    }
     RemoveEntry(m, parent, name, *d);
     gone.insert(name);
     child.ctime_ns = now;
     --child.nlink;
     removed.emplace_back(i, d->ino);
-    touched.insert(d->ino);
   }
   if (removed.empty()) return absl::OkStatus();
-  for (uint64_t ino : order) {
-    if (!touched.count(ino)) continue;  // a directory: nothing of it removed
+  for (uint64_t ino : order) {  // each lost at least one name
     InodeRecord& child = children.at(ino);
     if (child.nlink == 0) {
       RETURN_IF_ERROR(DropOrOrphan(m, child));
