@@ -86,7 +86,8 @@ void Conn::StartBody(const Limits& limits) {
   body_bytes_ = 0;
 }
 
-absl::Status Conn::Fill() {
+template <typename ReadFn>
+absl::StatusOr<size_t> Conn::ReadBody(ReadFn read) {
   if (!blocking_) return absl::InternalError("request body incomplete on the event loop");
   // The client may take body_grace_ms plus one second per body_min_rate bytes it has sent,
   // counting only the time spent waiting for it (not the time the handler spent elsewhere).
@@ -95,16 +96,29 @@ absl::Status Conn::Fill() {
   if (budget <= 0) return ClientBodyError(408, "request body too slow");
   SetRecvTimeout(fd_, std::min<int64_t>(budget, limits_.io_timeout_ms));
   int64_t start = NowMs();
-  ssize_t n = ReadSome();
+  ssize_t n = read();
   int err = errno;
   body_wait_ms_ += NowMs() - start;
   if (n > 0) {
     body_bytes_ += static_cast<uint64_t>(n);
-    return absl::OkStatus();
+    return static_cast<size_t>(n);
   }
   if (n == 0) return ClientBodyError(400, "client closed the connection mid-body");
   if (err == EAGAIN || err == EWOULDBLOCK) return ClientBodyError(408, "timed out reading the request body");
   return ClientBodyError(400, kelp::StrCat("reading the request body: ", std::strerror(err)));
+}
+
+absl::Status Conn::Fill() { return ReadBody([this] { return ReadSome(); }).status(); }
+
+absl::StatusOr<size_t> Conn::FillDirect(char* buf, size_t n) {
+  if (buffered() > 0) return absl::InternalError("direct body read with input buffered");
+  return ReadBody([&] {
+    ssize_t r;
+    do {
+      r = recv(fd_, buf, n, 0);
+    } while (r < 0 && errno == EINTR);
+    return r;
+  });
 }
 
 absl::Status Conn::FlushBlocking() {

@@ -48,6 +48,9 @@ class Conn {
   // HttpServer::Options). Errors are the client's (4xx): closed or reset mid-body (400), too
   // slow (408).
   absl::Status Fill();
+  // Worker mode, nothing buffered: reads up to n body bytes from the socket straight into buf
+  // (a large body is not copied through the input buffer), under Fill's budget and errors.
+  absl::StatusOr<size_t> FillDirect(char* buf, size_t n);
   void Consume(size_t n) { in_pos_ += n; }
   void Append(std::string_view data) { out_.append(data); }
   // Worker mode: writes everything buffered.
@@ -77,6 +80,10 @@ class Conn {
 
  private:
   int fd_;
+  // Fill's and FillDirect's budget and errors around one read (read returns like recv).
+  template <typename ReadFn>
+  absl::StatusOr<size_t> ReadBody(ReadFn read);
+
   std::string in_;  // bytes [in_pos_, in_len_) are unparsed input; the rest is spare room
   size_t in_len_ = 0;
   size_t in_pos_ = 0;

@@ -6,7 +6,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "shared/status.h"
@@ -49,8 +51,34 @@ class PosixFile : public File {
   }
 
   absl::Status DataSync() override {
+    if (int err = writeback_error_.load(); err != 0) {
+      return PosixError(err, kelp::StrCat("writeback of ", path_, ": ", strerror(err)));
+    }
     if (fdatasync(fd_) != 0) return ErrnoStatus(kelp::StrCat("fdatasync ", path_));
     return absl::OkStatus();
+  }
+
+  void StartWriteback(uint64_t offset, uint64_t len) override {
+    // Starts I/O only: a failure of it is the kernel's to report at the wait or the sync.
+    (void)sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(len),
+                          SYNC_FILE_RANGE_WRITE);
+  }
+
+  void DropCached(uint64_t offset, uint64_t len) override {
+    // Waiting reports a write error once, to this call: keep it for every later DataSync, so
+    // that no sync after it claims the lost bytes are on the device.
+    if (sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(len),
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                            SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+      int err = errno;
+      if (err != EINTR) {
+        int none = 0;
+        writeback_error_.compare_exchange_strong(none, err);
+      }
+      return;
+    }
+    (void)posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(len),
+                        POSIX_FADV_DONTNEED);
   }
 
   absl::StatusOr<uint64_t> Size() const override {
@@ -62,6 +90,7 @@ class PosixFile : public File {
  private:
   const int fd_;
   const std::string path_;
+  std::atomic<int> writeback_error_{0};  // errno of a failed DropCached wait, for DataSync
 };
 
 class PosixEnv : public Env {

@@ -28,6 +28,15 @@ class File {
   virtual absl::Status Truncate(uint64_t size) = 0;
   virtual absl::Status DataSync() = 0;  // fdatasync
   virtual absl::StatusOr<uint64_t> Size() const = 0;
+
+  // Page-cache hints for a file written as a stream (Volume's drop-behind). They change no
+  // content and promise no durability. StartWriteback starts writing [offset, offset + len)
+  // to the device without waiting. DropCached waits until that range is written and drops it
+  // from the page cache, so that the next writes reuse those pages instead of fresh ones (on
+  // a VM a fresh page can cost more than the copy into it). A write error they meet is
+  // returned by the next DataSync (the kernel reports it only once). Default: nothing.
+  virtual void StartWriteback(uint64_t /*offset*/, uint64_t /*len*/) {}
+  virtual void DropCached(uint64_t /*offset*/, uint64_t /*len*/) {}
 };
 
 struct DiskUsage {

@@ -28,6 +28,8 @@ class FaultFile : public File {
     return base_->DataSync();
   }
   absl::StatusOr<uint64_t> Size() const override { return base_->Size(); }
+  void StartWriteback(uint64_t offset, uint64_t len) override { base_->StartWriteback(offset, len); }
+  void DropCached(uint64_t offset, uint64_t len) override { base_->DropCached(offset, len); }
 
  private:
   FaultEnv* const env_;

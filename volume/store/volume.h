@@ -166,6 +166,10 @@ class Volume {
   // Appends needle bytes + an index record; on failure truncates both files back.
   absl::Status Append(std::string_view needle, std::string_view data_piece, std::string_view tail,
                       const IndexRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Drop-behind of a stream of appends (see kWritebackStep in volume.cc).
+  void DropBehind(File& dat) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The .dat changed under the appends (opened, created, compacted): start drop-behind afresh.
+  void ResetDropBehind() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) { wb_started_ = wb_dropped_ = end_; }
   absl::StatusOr<uint32_t> CookieAt(const File& file, uint64_t offset) const;
   // Verify, also taking the sum of each BlockSums::kBlockSize block into *blocks if not null.
   absl::StatusOr<DecodedNeedle> VerifyWhole(const Handle& h, uint32_t cookie, std::vector<uint64_t>* blocks) const;
@@ -186,6 +190,10 @@ class Volume {
   mutable Mutex write_mu_ ABSL_ACQUIRED_BEFORE(map_mu_);
   uint64_t end_ ABSL_GUARDED_BY(write_mu_) = 0;      // .dat length
   uint64_t idx_end_ ABSL_GUARDED_BY(write_mu_) = 0;  // .idx length
+  // Drop-behind: [wb_dropped_, wb_started_) was handed to the device and is still cached;
+  // before wb_dropped_ the .dat's pages were dropped (or never counted).
+  uint64_t wb_started_ ABSL_GUARDED_BY(write_mu_) = 0;
+  uint64_t wb_dropped_ ABSL_GUARDED_BY(write_mu_) = 0;
   Superblock superblock_ ABSL_GUARDED_BY(write_mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(write_mu_) = 0;  // needle bytes of live needles
   bool destroyed_ ABSL_GUARDED_BY(write_mu_) = false;

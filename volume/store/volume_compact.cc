@@ -215,6 +215,7 @@ absl::StatusOr<Volume::CompactResult> Volume::Compact(const CompactHooks* hooks)
   superblock_ = sb;
   end_ = w.dat_end();
   idx_end_ = w.idx_end();
+  ResetDropBehind();
   RecomputeStats();
   {
     // Everything appended so far is in the new, synced .dat.

@@ -190,6 +190,7 @@ absl::Status Volume::ScanTail(uint64_t from, uint64_t dat_size) {
   RETURN_IF_ERROR(flush());
   if (added > 0) spdlog::info("volume {}: indexed {} needles the .idx lacked", id(), added);
   end_ = end;
+  ResetDropBehind();
   return absl::OkStatus();
 }
 

@@ -365,3 +365,105 @@ TEST_CASE("a .dat that is not a volume is refused, not overwritten") {
   CHECK_FALSE(v.ok());
   CHECK(testing::FileSize(dir.file("3.dat")) == 100);
 }
+
+namespace {
+
+// Passes everything to the real file system and records the .dat's page-cache hints.
+class HintRecorder : public EnvWrapper {
+ public:
+  HintRecorder() : EnvWrapper(Env::Default()) {}
+  struct Hint {
+    std::string path;
+    bool drop;  // DropCached, else StartWriteback
+    uint64_t offset, len;
+  };
+  absl::StatusOr<std::shared_ptr<File>> Open(const std::string& path, bool create) override {
+    auto f = base_->Open(path, create);
+    if (!f.ok()) return f;
+    return std::shared_ptr<File>(std::make_shared<RecordingFile>(this, path, std::move(*f)));
+  }
+  std::vector<Hint> hints;  // the volume's writers are serialised; the test reads after them
+
+ private:
+  class RecordingFile : public File {
+   public:
+    RecordingFile(HintRecorder* env, std::string path, std::shared_ptr<File> base)
+        : env_(env), path_(std::move(path)), base_(std::move(base)) {}
+    absl::StatusOr<size_t> ReadAt(uint64_t o, size_t n, char* buf) const override { return base_->ReadAt(o, n, buf); }
+    absl::StatusOr<size_t> WriteAt(uint64_t o, std::string_view d) override { return base_->WriteAt(o, d); }
+    absl::Status Truncate(uint64_t size) override { return base_->Truncate(size); }
+    absl::Status DataSync() override { return base_->DataSync(); }
+    absl::StatusOr<uint64_t> Size() const override { return base_->Size(); }
+    void StartWriteback(uint64_t o, uint64_t n) override {
+      env_->hints.push_back({path_, false, o, n});
+      base_->StartWriteback(o, n);
+    }
+    void DropCached(uint64_t o, uint64_t n) override {
+      env_->hints.push_back({path_, true, o, n});
+      base_->DropCached(o, n);
+    }
+
+   private:
+    HintRecorder* const env_;
+    const std::string path_;
+    std::shared_ptr<File> base_;
+  };
+};
+
+}  // namespace
+
+TEST_CASE("a stream of appends goes to the device in steps and leaves the page cache behind it") {
+  TempDir dir;
+  HintRecorder env;
+  Volume::Options o = Opts(dir);
+  o.env = &env;
+  auto v = Volume::Create(o);
+  REQUIRE(v.ok());
+  // 40 needles of 1 MiB: the 8 MiB steps start writing each step and drop the one before it.
+  for (uint64_t k = 1; k <= 40; ++k) REQUIRE((*v)->Write(k, 7, RandomBlob(k, 1 << 20)).ok());
+  auto check = [&] {
+    // Every hint is about the one .dat being appended to (a compacted one was written under
+    // another name); started ranges follow each other; a range is dropped only after it was
+    // started, in the same order.
+    std::vector<HintRecorder::Hint> started, dropped;
+    for (const auto& h : env.hints) {
+      CHECK(h.path == env.hints.front().path);
+      (h.drop ? dropped : started).push_back(h);
+    }
+    REQUIRE(started.size() >= 2);
+    CHECK(dropped.size() == started.size() - 1);
+    for (size_t i = 0; i < started.size(); ++i) {
+      CHECK(started[i].len >= (8u << 20));
+      if (i > 0) CHECK(started[i].offset == started[i - 1].offset + started[i - 1].len);
+      if (i < dropped.size()) {
+        CHECK(dropped[i].offset == started[i].offset);
+        CHECK(dropped[i].len == started[i].len);
+      }
+    }
+  };
+  check();
+  CHECK(env.hints.front().path == Volume::BasePath(dir.path(), "", 1) + ".dat");
+  CHECK(env.hints.front().offset == 16);  // the superblock is not part of the stream
+  for (uint64_t k = 1; k <= 40; ++k) REQUIRE(ReadBack(**v, k, 7) == RandomBlob(k, 1 << 20));
+
+  // After a compaction the steps start again at the end of the new file.
+  for (uint64_t k = 1; k <= 20; ++k) REQUIRE((*v)->Delete(k, 7).ok());
+  REQUIRE((*v)->Compact().ok());
+  uint64_t compacted_end = (*v)->GetStats().size;
+  env.hints.clear();
+  for (uint64_t k = 41; k <= 60; ++k) REQUIRE((*v)->Write(k, 7, RandomBlob(k, 1 << 20)).ok());
+  check();
+  CHECK(env.hints.front().offset == compacted_end);
+  for (uint64_t k = 21; k <= 60; ++k) REQUIRE(ReadBack(**v, k, 7) == RandomBlob(k, 1 << 20));
+
+  // And after a reopen.
+  v->reset();
+  auto again = Volume::Open(o);
+  REQUIRE(again.ok());
+  uint64_t reopened_end = (*again)->GetStats().size;
+  env.hints.clear();
+  for (uint64_t k = 61; k <= 80; ++k) REQUIRE((*again)->Write(k, 7, RandomBlob(k, 1 << 20)).ok());
+  check();
+  CHECK(env.hints.front().offset == reopened_end);
+  for (uint64_t k = 21; k <= 80; ++k) REQUIRE(ReadBack(**again, k, 7) == RandomBlob(k, 1 << 20));
+}
