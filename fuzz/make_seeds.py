@@ -134,6 +134,11 @@ def main():
     put("cache_entry_fuzz", "small", bytes([3 | (0 << 2)]) + entry(b"3,01637037d6", b"x" * 100, 0))
     put("cache_entry_fuzz", "two_pages", bytes([3 | (1 << 2)]) + entry(b"5,0a00000001", bytes(range(256)) * 20, 1))
     put("cache_entry_fuzz", "bad_sum", bytes([2]) + entry(b"1,0100000001", b"abc", 0))
+    # 64 KiB of data or more starts at a page boundary (zeros after the header).
+    big = bytes(range(251)) * 300
+    aligned = entry(b"6,0c00000003", big, 2)
+    head = len(aligned) - len(big)
+    put("cache_entry_fuzz", "aligned", bytes([3 | (2 << 2)]) + aligned[:head] + b"\0" * (-head % 4096) + big)
 
     # ---- cache index (cache_index_fuzz): flag (1 = fix magic, version, trailer), then the index ----
     def index_record(eid, fid, data_len, tier, state):

@@ -10,7 +10,7 @@
 
 namespace kelp::mount::cache::format {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 
 // Top-level names inside CacheOptions::dir. Nothing else there is ours.
 inline constexpr char kVersionFile[] = "KELPCACHE";  // text: format version + TierLayout
@@ -26,7 +26,9 @@ inline constexpr char kVersionMagic[] = "kelp-cache";  // first word of KELPCACH
 inline constexpr uint32_t kPageSize = 4096;
 
 // ---- Entry file: <tier dir>/<entry id as 16 lowercase hex digits>, one cache block. ----
-// [fixed header, 48 bytes][fid bytes][page checksum table: u64 per page][data]
+// [fixed header, 48 bytes][fid bytes][page checksum table: u64 per page][zeros][data]
+// The zeros are there only for data of at least kAlignedDataMin bytes: they start the data at
+// the next multiple of kPageSize, so that such an entry is written with O_DIRECT.
 inline constexpr uint32_t kEntryMagic = 0x314E454B;  // bytes "KEN1"
 inline constexpr uint16_t kEntryVersion = 1;
 inline constexpr size_t kEntryFixedLen = 48;
@@ -41,6 +43,7 @@ inline constexpr size_t kEntryOffEntryId = 32;      // u64, equals the file name
 inline constexpr size_t kEntryOffHeaderSum = 40;    // u64, xxh3 of all header bytes but these 8
 inline constexpr size_t kMaxFidLen = 255;
 inline constexpr size_t kEntryNameLen = 16;
+inline constexpr uint64_t kAlignedDataMin = 64 << 10;
 
 // ---- Index file: a hint of what the tier directories hold, in eviction order. ----
 // [header, 32 bytes][records][u64 xxh3 of everything before it]

@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cstdio>  // renameat2
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "mount/cache/cache_format.h"
@@ -109,10 +111,61 @@ char* Scratch(size_t n) {
   return buf.data();
 }
 
+// A per-thread page-aligned buffer for O_DIRECT writes; kept at the largest size asked.
+char* AlignedScratch(size_t n) {
+  struct Buffer {
+    char* p = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buf;
+  if (buf.size < n) {
+    std::free(buf.p);
+    buf.p = static_cast<char*>(std::aligned_alloc(f::kPageSize, n));
+    if (buf.p == nullptr) throw std::bad_alloc();
+    buf.size = n;
+  }
+  return buf.p;
+}
+
+// Writes all of iov[0..iovcnt) at offset 0.
+absl::Status PwritevFull(int fd, iovec* v, int iovcnt) {
+  uint64_t off = 0;
+  while (iovcnt > 0) {
+    ssize_t w = ::pwritev(fd, v, iovcnt, static_cast<off_t>(off));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("cache: write entry");
+    }
+    off += static_cast<uint64_t>(w);
+    size_t left = static_cast<size_t>(w);
+    while (iovcnt > 0 && left >= v->iov_len) {
+      left -= v->iov_len;
+      ++v;
+      --iovcnt;
+    }
+    if (iovcnt > 0) {
+      v->iov_base = static_cast<char*>(v->iov_base) + left;
+      v->iov_len -= left;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PwriteFull(int fd, const char* p, size_t n) {
+  iovec iov{const_cast<char*>(p), n};
+  return PwritevFull(fd, &iov, 1);
+}
+
 }  // namespace
 
 uint64_t EntryHeaderLen(size_t fid_len, uint64_t data_len) {
   return f::kEntryFixedLen + fid_len + 8 * PageCount(data_len);
+}
+
+uint64_t EntryDataOffset(size_t fid_len, uint64_t data_len) {
+  uint64_t h = EntryHeaderLen(fid_len, data_len);
+  return data_len < f::kAlignedDataMin ? h : (h + f::kPageSize - 1) / f::kPageSize * f::kPageSize;
 }
 
 std::string EntryFileName(uint64_t id) {
@@ -179,32 +232,48 @@ absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
       ::unlinkat(spare->dirfd, from.c_str(), 0);
     }
   }
-  Fd fd(::openat(dirfd, name.c_str(), flags, 0644));
+  const uint64_t data_off = EntryDataOffset(entry.fid.size(), data.size());
+  const bool aligned = data_off % f::kPageSize == 0;
+  int fd_raw = aligned ? ::openat(dirfd, name.c_str(), flags | O_DIRECT, 0644) : -1;
+  bool direct = fd_raw >= 0;
+  if (!direct) {
+    // A file system without O_DIRECT (tmpfs before Linux 6.6) refuses it with EINVAL after
+    // creating the file: open that one again.
+    if (aligned && errno == EINVAL) flags &= ~O_EXCL;
+    fd_raw = ::openat(dirfd, name.c_str(), flags, 0644);
+  }
+  Fd fd(fd_raw);
   if (fd.get() < 0) return ErrnoStatus("cache: create entry");
   std::string header = EncodeHeader(entry, sums);
   absl::Status status;
-  iovec iov[2] = {{header.data(), header.size()}, {const_cast<char*>(data.data()), data.size()}};
-  int iovcnt = 2;
-  iovec* v = iov;
-  uint64_t off = 0;
-  while (iovcnt > 0) {
-    ssize_t w = ::pwritev(fd.get(), v, iovcnt, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      status = ErrnoStatus("cache: write entry");
-      break;
+  if (direct) {
+    // One page-aligned buffer: header, zeros, data, zeros to the next page; the file is cut to
+    // its size after. O_DIRECT wants buffer, offset and length aligned.
+    const size_t total = (data_off + data.size() + f::kPageSize - 1) / f::kPageSize * f::kPageSize;
+    char* buf = AlignedScratch(total);
+    std::memcpy(buf, header.data(), header.size());
+    std::memset(buf + header.size(), 0, data_off - header.size());
+    std::memcpy(buf + data_off, data.data(), data.size());
+    std::memset(buf + data_off + data.size(), 0, total - data_off - data.size());
+    status = PwriteFull(fd.get(), buf, total);
+    if (!status.ok() && ErrnoOf(status) == EINVAL) {
+      // The file system opened it for O_DIRECT but refuses this alignment: write it plainly.
+      direct = false;
+      status = absl::OkStatus();
+      if (::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_DIRECT) != 0 ||
+          ::ftruncate(fd.get(), 0) != 0) {
+        status = ErrnoStatus("cache: write entry");
+      }
     }
-    off += static_cast<uint64_t>(w);
-    size_t left = static_cast<size_t>(w);
-    while (iovcnt > 0 && left >= v->iov_len) {
-      left -= v->iov_len;
-      ++v;
-      --iovcnt;
+    if (status.ok() && direct && total != data_off + data.size() &&
+        ::ftruncate(fd.get(), static_cast<off_t>(data_off + data.size())) != 0) {
+      status = ErrnoStatus("cache: cut entry");
     }
-    if (iovcnt > 0) {
-      v->iov_base = static_cast<char*>(v->iov_base) + left;
-      v->iov_len -= left;
-    }
+  }
+  if (status.ok() && !direct) {
+    header.resize(data_off, '\0');
+    iovec iov[2] = {{header.data(), header.size()}, {const_cast<char*>(data.data()), data.size()}};
+    status = PwritevFull(fd.get(), iov, 2);
   }
   struct stat st;
   if (status.ok() && ::fstat(fd.get(), &st) != 0) status = ErrnoStatus("cache: stat entry");
@@ -228,7 +297,7 @@ absl::Status ReadEntryData(int fd, const EntryRef& entry, const uint64_t* range_
                            uint64_t offset, size_t len, char* dst) {
   if (offset + len > entry.data_len) return absl::OutOfRangeError("cache: read past entry");
   if (len == 0) return absl::OkStatus();
-  uint64_t header_len = EntryHeaderLen(entry.fid.size(), entry.data_len);
+  uint64_t header_len = EntryDataOffset(entry.fid.size(), entry.data_len);
   uint64_t first = offset / f::kPageSize, last = (offset + len - 1) / f::kPageSize;
   uint64_t begin = first * f::kPageSize;
   uint64_t end = std::min<uint64_t>((last + 1) * f::kPageSize, entry.data_len);
@@ -257,7 +326,7 @@ absl::StatusOr<EntryMeta> ReadEntryHeader(int dirfd, uint64_t id, Tier tier, uin
   size_t fid_len = DecodeFixed16LE(fixed + f::kEntryOffFidLen);
   uint32_t data_len = DecodeFixed32LE(fixed + f::kEntryOffDataLen);
   uint64_t header_len = EntryHeaderLen(fid_len, data_len);
-  if (fid_len > f::kMaxFidLen || header_len + data_len != file_size) {
+  if (fid_len > f::kMaxFidLen || EntryFileSize(fid_len, data_len) != file_size) {
     return absl::DataLossError("cache: entry file size does not match its header");
   }
   std::vector<char> header(header_len);

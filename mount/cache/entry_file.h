@@ -39,10 +39,13 @@ struct EntryMeta {
   EntryRef ref() const { return {fid, blob_size, block_offset, data_len, tier, id}; }
 };
 
-// Bytes before the data: fixed header, fid, page checksum table.
+// Bytes of the header: fixed part, fid, page checksum table.
 uint64_t EntryHeaderLen(size_t fid_len, uint64_t data_len);
+// Where the data starts: right after the header, or at the next page boundary for data of
+// format::kAlignedDataMin bytes or more.
+uint64_t EntryDataOffset(size_t fid_len, uint64_t data_len);
 inline uint64_t EntryFileSize(size_t fid_len, uint64_t data_len) {
-  return EntryHeaderLen(fid_len, data_len) + data_len;
+  return EntryDataOffset(fid_len, data_len) + data_len;
 }
 
 // xxh3 of each 4 KiB page of data, the last one possibly short.
@@ -72,10 +75,12 @@ struct SpareFile {
 absl::Status MakeSpare(int dirfd, uint64_t id);
 
 // Creates dirfd/EntryFileName(entry.id) (it must not exist) holding data, whose page checksums
-// are sums (PageSums(data)), unsynced. With spare, that file is renamed to the entry's name and
-// written instead of a new one being created (when the rename fails, the spare is removed and a
-// file created). Returns the bytes it occupies (st_blocks * 512). On failure nothing is left
-// behind, spare included.
+// are sums (PageSums(data)), unsynced. Data at a page boundary is written with O_DIRECT where
+// the file system takes it: it fills no page cache (the kernel's cache of the file written or
+// read through the mount holds those bytes already). With spare, that file is renamed to the
+// entry's name and written instead of a new one being created (when the rename fails, the
+// spare is removed and a file created). Returns the bytes it occupies (st_blocks * 512). On
+// failure nothing is left behind, spare included.
 absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
                                         const std::vector<uint64_t>& sums, std::string_view data,
                                         SpareFile* spare = nullptr);

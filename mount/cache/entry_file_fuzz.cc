@@ -26,10 +26,12 @@ void FixUp(uint8_t flags, Tier tier, std::string* file) {
   if (file->size() < f::kEntryFixedLen) return;
   char* p = file->data();
   size_t fid_len = kelp::DecodeFixed16LE(p + f::kEntryOffFidLen);
-  uint32_t data_len = kelp::DecodeFixed32LE(p + f::kEntryOffDataLen) % (1 << 16);
+  // Up to 128 KiB: data of 64 KiB or more starts at a page boundary.
+  uint32_t data_len = kelp::DecodeFixed32LE(p + f::kEntryOffDataLen) % (1 << 17);
   uint64_t header_len = EntryHeaderLen(fid_len, data_len);
-  if (header_len + data_len > file->size()) return;
-  file->resize(header_len + data_len);
+  uint64_t data_off = EntryDataOffset(fid_len, data_len);
+  if (data_off + data_len > file->size()) return;
+  file->resize(data_off + data_len);
   p = file->data();
   kelp::EncodeFixed32LE(p + f::kEntryOffMagic, f::kEntryMagic);
   kelp::EncodeFixed16LE(p + f::kEntryOffVersion, f::kEntryVersion);
@@ -37,7 +39,7 @@ void FixUp(uint8_t flags, Tier tier, std::string* file) {
   p[f::kEntryOffTier] = static_cast<char>(tier);
   kelp::EncodeFixed64LE(p + f::kEntryOffEntryId, 1);
   if (flags & 1) {
-    std::vector<uint64_t> sums = PageSums(std::string_view(p + header_len, data_len));
+    std::vector<uint64_t> sums = PageSums(std::string_view(p + data_off, data_len));
     for (size_t i = 0; i < sums.size(); ++i) kelp::EncodeFixed64LE(p + f::kEntryFixedLen + fid_len + 8 * i, sums[i]);
   }
   if (flags & 2) {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mount/cache/cache_format.h"
@@ -70,10 +71,69 @@ TEST_CASE("an entry file reads back any range, aligned or not") {
   CHECK(absl::IsAlreadyExists(f.Write()));  // never rewritten
 }
 
+// Writes an entry of len bytes of blob fid into dirfd and reads all of it back, and its
+// header; checks where its data starts and the file's size.
+void RoundTrip(int dirfd, const std::string& dir, uint64_t id, size_t len) {
+  INFO("data of " << len << " bytes");
+  std::string fid = "7,0d00000004";
+  std::string data = BlobBytes(fid, 0, len);
+  std::vector<uint64_t> sums = PageSums(data);
+  EntryRef ref{fid, len, 0, static_cast<uint32_t>(len), Tier::kLarge, id};
+  REQUIRE(WriteEntryFile(dirfd, ref, sums, data).ok());
+  uint64_t off = EntryDataOffset(fid.size(), len);
+  uint64_t header = EntryHeaderLen(fid.size(), len);
+  if (len >= format::kAlignedDataMin) {
+    CHECK(off % format::kPageSize == 0);
+    CHECK(off >= header);
+    CHECK(off < header + format::kPageSize);
+  } else {
+    CHECK(off == header);
+  }
+  struct stat st;
+  REQUIRE(::stat((dir + "/" + EntryFileName(id)).c_str(), &st) == 0);
+  CHECK(static_cast<uint64_t>(st.st_size) == off + len);
+  CHECK(static_cast<uint64_t>(st.st_size) == EntryFileSize(fid.size(), len));
+  absl::StatusOr<int> file = OpenEntryFile(dirfd, id);
+  REQUIRE(file.ok());
+  std::string out(len, '\0');
+  CHECK(ReadEntryData(*file, ref, sums.data(), 0, len, out.data()).ok());
+  CHECK(out == data);
+  ::close(*file);
+  absl::StatusOr<EntryMeta> meta = ReadEntryHeader(dirfd, id, Tier::kLarge, st.st_size);
+  REQUIRE(meta.ok());
+  CHECK(meta->page_sums == sums);
+}
+
+TEST_CASE("data of 64 KiB or more starts at a page boundary, smaller data right after the header") {
+  TempDir tmp;
+  int fd = ::open(tmp.path().c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(fd >= 0);
+  uint64_t id = 1;
+  for (size_t len : {size_t{1}, size_t{4096}, size_t{65535}, size_t{65536}, size_t{65537},
+                     size_t{100000}, size_t{262144}}) {
+    RoundTrip(fd, tmp.path(), id++, len);
+  }
+  ::close(fd);
+}
+
+TEST_CASE("entries are written and read back on tmpfs as on a disk") {
+  // O_DIRECT there is refused (before Linux 6.6) or passes through the page cache.
+  testing::TmpfsMount tmpfs(16 << 20);
+  if (!tmpfs.ok()) {
+    WARN("cannot mount tmpfs here; skipped");
+    return;
+  }
+  int fd = ::open(tmpfs.path().c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(fd >= 0);
+  RoundTrip(fd, tmpfs.path(), 1, 1000);
+  RoundTrip(fd, tmpfs.path(), 2, 262144 - 1000);
+  ::close(fd);
+}
+
 TEST_CASE("a flipped data byte fails only the reads of its page") {
   Fixture f;
   REQUIRE(f.Write().ok());
-  uint64_t header = EntryHeaderLen(f.fid.size(), f.data.size());
+  uint64_t header = EntryDataOffset(f.fid.size(), f.data.size());
   testing::FlipByte(f.File(), header + 5 * format::kPageSize + 17);
   std::string out;
   CHECK(absl::IsDataLoss(f.Read(5 * 4096, 16, &out)));

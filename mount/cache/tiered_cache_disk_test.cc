@@ -183,7 +183,7 @@ TEST_CASE("a corrupted entry is a miss, is dropped, and a re-insert heals it") {
   std::string out;
   REQUIRE_FALSE(ReadThrough(*cache, fid, 4 * kMiB, 300000, 16384, &out));
   std::string file = OnlyEntry(tmp.Sub("large"));
-  uint64_t header = EntryHeaderLen(fid.size(), 256 * kKiB);
+  uint64_t header = EntryDataOffset(fid.size(), 256 * kKiB);
   SECTION("data byte, first page read") {
     testing::FlipByte(file, header + (300000 - 256 * kKiB) + 5);
   }
