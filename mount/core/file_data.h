@@ -226,6 +226,9 @@ class FileData : public std::enable_shared_from_this<FileData> {
   uint64_t JournaledDirtyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts an upload of extents (taken from dirty_) in the background, or runs it here.
   std::shared_ptr<Upload> NewUploadLocked(std::vector<Extent> extents) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // All dirty bytes as uploads of about one chunk each (extents are not split): they run side
+  // by side on the uploaders, and each gives its room back to the write budget when stored.
+  std::vector<std::shared_ptr<Upload>> TakeDirtyUploadsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Packs up's extents into blobs and stores them. durable: with fsync (the last upload of an
   // fsync when nothing else awaits a sync).
   void RunUpload(const std::shared_ptr<Upload>& up, bool durable);

@@ -9,7 +9,13 @@ void WriteBudget::Acquire(uint64_t n) {
   n = std::min(n, capacity_);
   MutexLock lock(mu_);
   if (used_ + n <= capacity_) {
+    // Half full: uploads start now, so that writers seldom find the budget full and wait.
+    bool half = used_ < capacity_ / 2 && used_ + n >= capacity_ / 2;
     used_ += n;
+    if (half && on_pressure_) {
+      lock.Unlock();
+      on_pressure_();
+    }
     return;
   }
   ++waits_;

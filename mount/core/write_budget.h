@@ -1,7 +1,8 @@
 // WriteBudget: the bound on dirty data held in memory (-writeBufferSizeMB). A writer
 // acquires room before it copies data in and the room is released when the data has been
-// uploaded (or dropped). When a writer has to wait, the pressure callback runs (once per wait,
-// outside the lock) so something starts uploading; the writer then sleeps until room frees.
+// uploaded (or dropped). The pressure callback (run outside the lock) starts uploads: when an
+// Acquire takes the budget past half full, and when a writer has to wait (once per wait; the
+// writer then sleeps until room frees).
 //
 // Thread-safety: every method may be called from any thread. Never call Acquire while
 // holding a lock that the uploads releasing room need.
@@ -19,7 +20,8 @@ class WriteBudget {
  public:
   explicit WriteBudget(uint64_t capacity) : capacity_(capacity) {}
 
-  // Runs when a writer has to wait. Set once, before any Acquire.
+  // Runs when the budget passes half full and when a writer has to wait. Set once, before any
+  // Acquire.
   void SetPressureCallback(std::function<void()> fn) { on_pressure_ = std::move(fn); }
 
   // Blocks until n bytes fit. A request larger than the whole capacity waits for an empty
