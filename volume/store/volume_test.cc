@@ -446,24 +446,24 @@ TEST_CASE("a stream of appends goes to the device in steps and leaves the page c
   CHECK(env.hints.front().offset == 16);  // the superblock is not part of the stream
   for (uint64_t k = 1; k <= 40; ++k) REQUIRE(ReadBack(**v, k, 7) == RandomBlob(k, 1 << 20));
 
+  // Appends keys [first, last] to vol; the steps start at the end the .dat had before.
+  auto stream_from_end = [&](Volume& vol, uint64_t first, uint64_t last) {
+    uint64_t end = vol.GetStats().size;
+    env.hints.clear();
+    for (uint64_t k = first; k <= last; ++k) REQUIRE(vol.Write(k, 7, RandomBlob(k, 1 << 20)).ok());
+    check();
+    CHECK(env.hints.front().offset == end);
+  };
   // After a compaction the steps start again at the end of the new file.
   for (uint64_t k = 1; k <= 20; ++k) REQUIRE((*v)->Delete(k, 7).ok());
   REQUIRE((*v)->Compact().ok());
-  uint64_t compacted_end = (*v)->GetStats().size;
-  env.hints.clear();
-  for (uint64_t k = 41; k <= 60; ++k) REQUIRE((*v)->Write(k, 7, RandomBlob(k, 1 << 20)).ok());
-  check();
-  CHECK(env.hints.front().offset == compacted_end);
+  stream_from_end(**v, 41, 60);
   for (uint64_t k = 21; k <= 60; ++k) REQUIRE(ReadBack(**v, k, 7) == RandomBlob(k, 1 << 20));
 
   // And after a reopen.
   v->reset();
   auto again = Volume::Open(o);
   REQUIRE(again.ok());
-  uint64_t reopened_end = (*again)->GetStats().size;
-  env.hints.clear();
-  for (uint64_t k = 61; k <= 80; ++k) REQUIRE((*again)->Write(k, 7, RandomBlob(k, 1 << 20)).ok());
-  check();
-  CHECK(env.hints.front().offset == reopened_end);
+  stream_from_end(**again, 61, 80);
   for (uint64_t k = 21; k <= 80; ++k) REQUIRE(ReadBack(**again, k, 7) == RandomBlob(k, 1 << 20));
 }
