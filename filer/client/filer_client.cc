@@ -288,12 +288,14 @@ absl::StatusOr<Attr> FilerClient::Link(uint64_t ino, uint64_t new_parent, std::s
   return std::move(*r.mutable_attr());
 }
 
-absl::StatusOr<Attr> FilerClient::Unlink(uint64_t parent, std::string_view name, Attr* dir_after) {
+absl::StatusOr<Attr> FilerClient::Unlink(uint64_t parent, std::string_view name, Attr* dir_after,
+                                         google::protobuf::RepeatedPtrField<FreedBlob>* freed) {
   UnlinkRequest req;
   req.set_parent(parent);
   req.set_name(std::string(name));
   ASSIGN_OR_RETURN(UnlinkResponse r, Call<UnlinkResponse>(FilerMethod::kUnlink, req, Kind::kMutation));
   if (dir_after != nullptr && r.has_parent_attr()) *dir_after = std::move(*r.mutable_parent_attr());
+  if (freed != nullptr) freed->Swap(r.mutable_freed());
   return std::move(*r.mutable_attr());
 }
 
@@ -431,11 +433,14 @@ absl::StatusOr<GetChunksResponse> FilerClient::Open(std::string_view session, ui
   return Call<GetChunksResponse>(FilerMethod::kOpen, req, Kind::kOnce);
 }
 
-absl::Status FilerClient::Release(std::string_view session, const std::vector<uint64_t>& inodes) {
+absl::Status FilerClient::Release(std::string_view session, const std::vector<uint64_t>& inodes,
+                                  google::protobuf::RepeatedPtrField<FreedBlob>* freed) {
   ReleaseRequest req;
   req.set_session(std::string(session));
   for (uint64_t ino : inodes) req.add_inodes(ino);
-  return Call<Empty>(FilerMethod::kRelease, req, Kind::kOnce).status();
+  ASSIGN_OR_RETURN(ReleaseResponse r, Call<ReleaseResponse>(FilerMethod::kRelease, req, Kind::kOnce));
+  if (freed != nullptr) freed->Swap(r.mutable_freed());
+  return absl::OkStatus();
 }
 
 // ---- Cluster ----

@@ -97,8 +97,10 @@ class FilerClient {
   absl::StatusOr<Attr> Symlink(uint64_t parent, std::string_view name, std::string_view target, uint32_t uid,
                                uint32_t gid);
   absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name, Attr* dir_after = nullptr);
-  // The unlinked inode afterwards (nlink may be 0).
-  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name, Attr* dir_after = nullptr);
+  // The unlinked inode afterwards (nlink may be 0). freed (may be null) receives the blobs of
+  // the inode when it went with its last name.
+  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name, Attr* dir_after = nullptr,
+                              google::protobuf::RepeatedPtrField<FreedBlob>* freed = nullptr);
   // Several unlinks in one call, each on its own: a result per request, in order (the call's
   // own status says only whether it reached the filer).
   absl::StatusOr<UnlinkBatchResponse> UnlinkBatch(const UnlinkBatchRequest& req);
@@ -131,7 +133,9 @@ class FilerClient {
                          bool reattach = false);
   // Counts ino open by the session; answers its attributes, with its content when asked.
   absl::StatusOr<GetChunksResponse> Open(std::string_view session, uint64_t ino, bool with_content = false);
-  absl::Status Release(std::string_view session, const std::vector<uint64_t>& inodes);
+  // freed (may be null) receives the blobs of unlinked files that went with this release.
+  absl::Status Release(std::string_view session, const std::vector<uint64_t>& inodes,
+                       google::protobuf::RepeatedPtrField<FreedBlob>* freed = nullptr);
 
   // ---- Cluster ----
   absl::StatusOr<cluster::AssignResponse> Assign(const cluster::AssignRequest& req);

@@ -186,6 +186,7 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const Commit
     // fsync (RocksDB's write group), so 16 files fsynced at once cost a few device flushes.
     RETURN_IF_ERROR(m.Commit(req.sync()));
     *resp.mutable_attr() = rec.ToAttr();
+    for (FreedBlob& b : m.FreedOf(ino)) *resp.add_freed() = std::move(b);
   }
   return resp;
 }
@@ -210,7 +211,8 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
     if (iv.source == VisibleInterval::Source::kChunk) visible.insert(iv.chunk);
     if (iv.source == VisibleInterval::Source::kInline) inline_visible = true;
   }
-  std::set<std::string> kept, dropped;
+  std::set<std::string> kept;
+  std::map<std::string, uint64_t> dropped;
   for (const Chunk& c : all) {
     if (visible.count(&c)) {
       kept.insert(c.fid());
@@ -223,14 +225,10 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
       m.batch().Delete(keys::JournalKey(rec.ino, c.seq()));
       --rec.journal_count;
     } else {
-      dropped.insert(c.fid());
+      dropped.emplace(c.fid(), c.blob_size());
     }
   }
-  std::vector<std::string> garbage;
-  for (const auto& fid : dropped) {
-    if (!kept.count(fid)) garbage.push_back(fid);
-  }
-  m.Collect(std::move(garbage), rec.ino);
+  m.Collect(dropped, rec.ino, kept);
   if (rec.inline_size > 0 && !inline_visible) {
     m.batch().Delete(keys::InlineKey(rec.ino));
     rec.inline_size = 0;
@@ -240,7 +238,7 @@ absl::Status FilerService::MaybeCompactLocked(Mutation& m, InodeRecord& rec,
 }
 
 absl::Status FilerService::DropContentLocked(Mutation& m, InodeRecord& rec) {
-  std::set<std::string> fids;
+  std::map<std::string, uint64_t> blobs;
   std::string prefix = keys::ChunkPrefix(rec.ino);
   auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
@@ -248,12 +246,12 @@ absl::Status FilerService::DropContentLocked(Mutation& m, InodeRecord& rec) {
     if (c.fid().empty()) {
       m.batch().Delete(keys::JournalKey(rec.ino, c.seq()));
     } else {
-      fids.insert(c.fid());
+      blobs.emplace(c.fid(), c.blob_size());
     }
     m.batch().Delete(it->key());
   }
   RETURN_IF_ERROR(it->status());
-  m.Collect(std::vector<std::string>(fids.begin(), fids.end()), rec.ino);
+  m.Collect(blobs, rec.ino);
   if (rec.inline_size > 0) m.batch().Delete(keys::InlineKey(rec.ino));
   rec.chunk_count = rec.compacted_chunks = 0;
   rec.journal_count = 0;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -329,11 +330,11 @@ absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec, bool 
     }
     return it->status();
   };
-  std::set<std::string> fids;
+  std::map<std::string, uint64_t> blobs;
   if (rec.chunk_count > 0) {
     RETURN_IF_ERROR(delete_family(keys::ChunkPrefix(rec.ino), [&](const KvIterator& it) {
       ASSIGN_OR_RETURN(Chunk c, DecodeChunk(keys::SecondU64(it.key()), it.value()));
-      if (!c.fid().empty()) fids.insert(c.fid());
+      if (!c.fid().empty()) blobs.emplace(c.fid(), c.blob_size());
       return absl::OkStatus();
     }));
   }
@@ -347,30 +348,31 @@ absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec, bool 
   if (marked) b.Delete(keys::OrphanKey(rec.ino));
   b.Delete(keys::InodeKey(rec.ino));
   m.AdjustInodes(-1);
-  m.Collect(std::vector<std::string>(fids.begin(), fids.end()), rec.ino);
+  m.Collect(blobs, rec.ino);
   return absl::OkStatus();
 }
 
-absl::Status FilerService::PurgeOrphanIfUnused(uint64_t ino) {
+absl::Status FilerService::PurgeOrphanIfUnused(uint64_t ino, std::vector<FreedBlob>* freed) {
   if (clock_->MonoNs() - start_mono_ns_ <
       std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.orphan_grace).count()) {
     // Mounts may still be re-announcing opens after a restart; the sweep after the grace
     // period catches this inode.
     return absl::OkStatus();
   }
-  return Transact([&] { return PurgeOrphanOnce(ino); });
+  return Transact([&] { return PurgeOrphanOnce(ino, freed); });
 }
 
-absl::Status FilerService::PurgeOrphansIfUnused(const std::vector<uint64_t>& inos) {
+absl::Status FilerService::PurgeOrphansIfUnused(const std::vector<uint64_t>& inos,
+                                                std::vector<FreedBlob>* freed) {
   absl::Status first;
   for (uint64_t ino : inos) {
-    absl::Status s = PurgeOrphanIfUnused(ino);
+    absl::Status s = PurgeOrphanIfUnused(ino, freed);
     if (!s.ok() && first.ok()) first = s;
   }
   return first;
 }
 
-absl::Status FilerService::PurgeOrphanOnce(uint64_t ino) {
+absl::Status FilerService::PurgeOrphanOnce(uint64_t ino, std::vector<FreedBlob>* freed) {
   auto guard = locks_.Lock({ino});
   // The mark first: one read, and most inodes released are not orphans.
   auto mark = rd().Get(keys::OrphanKey(ino));
@@ -387,7 +389,11 @@ absl::Status FilerService::PurgeOrphanOnce(uint64_t ino) {
   } else {
     return rec.status();
   }
-  return m.Commit();
+  RETURN_IF_ERROR(m.Commit());
+  if (freed != nullptr) {
+    for (FreedBlob& b : m.FreedOf(ino)) freed->push_back(std::move(b));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> FilerService::IsWithin(uint64_t dir, uint64_t ancestor) {

@@ -75,6 +75,7 @@ struct CreateArgs {
 struct RenameResult {
   Attr moved;
   std::optional<Attr> replaced;  // the inode that was at the target (nlink after)
+  std::vector<FreedBlob> freed;  // its blobs, when it went with its last name
 };
 
 class FilerService {
@@ -116,7 +117,9 @@ class FilerService {
                                uint32_t uid, uint32_t gid);
   absl::StatusOr<Attr> Link(uint64_t ino, uint64_t new_parent, std::string_view new_name);
   // Returns the inode afterwards (nlink may be 0: then it is purged or, if open, an orphan).
-  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name);
+  // freed (may be null) receives the blobs of a purged inode.
+  absl::StatusOr<Attr> Unlink(uint64_t parent, std::string_view name,
+                              std::vector<FreedBlob>* freed = nullptr);
   absl::Status Rmdir(uint64_t parent, std::string_view name);
   // Unlinks several names of one directory in one atomic write (the mount's unlinks behind
   // come in such runs): each name's result is what Unlink would have answered, with the
@@ -125,6 +128,7 @@ class FilerService {
   struct Unlinked {
     absl::StatusOr<Attr> attr;
     std::optional<Attr> parent_attr;
+    std::vector<FreedBlob> freed;  // with the name whose removal purged the inode
   };
   std::vector<Unlinked> UnlinkMany(uint64_t parent, const std::vector<std::string>& names);
   // Removes name and, if it is a directory, everything below it (HTTP DELETE ?recursive=true).
@@ -184,7 +188,9 @@ class FilerService {
                          bool reattach);
   absl::Status Open(std::string_view session, uint64_t ino);
   // Drops one open of each inode listed (one per time it is listed), in one transaction.
-  absl::Status Release(std::string_view session, const std::vector<uint64_t>& inodes);
+  // freed (may be null) receives the blobs of unlinked inodes that went with this release.
+  absl::Status Release(std::string_view session, const std::vector<uint64_t>& inodes,
+                       std::vector<FreedBlob>* freed = nullptr);
   absl::Status Release(std::string_view session, uint64_t ino) { return Release(session, std::vector<uint64_t>{ino}); }
 
   // --- Events ------------------------------------------------------------------------
@@ -243,7 +249,7 @@ class FilerService {
   absl::StatusOr<CommitChunksResponse> CommitChunksOnce(const CommitChunksRequest& req);
   absl::StatusOr<Attr> WriteInlineOnce(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync,
                                        const SetAttrRequest* attrs);
-  absl::Status PurgeOrphanOnce(uint64_t ino);
+  absl::Status PurgeOrphanOnce(uint64_t ino, std::vector<FreedBlob>* freed);
   // Drops a lapsed session and its opens; appends inodes nobody holds any more to *freed.
   absl::Status ExpireSession(const std::string& id, std::vector<uint64_t>* freed);
 
@@ -268,8 +274,9 @@ class FilerService {
   // an orphan), its orphan mark.
   absl::Status PurgeInode(Mutation& m, const InodeRecord& rec, bool marked);
   // Purges ino if it is an orphan nobody holds open. Takes the inode's lock.
-  absl::Status PurgeOrphanIfUnused(uint64_t ino);
-  absl::Status PurgeOrphansIfUnused(const std::vector<uint64_t>& inos);
+  // freed (may be null): the purged inodes' blobs are appended.
+  absl::Status PurgeOrphanIfUnused(uint64_t ino, std::vector<FreedBlob>* freed = nullptr);
+  absl::Status PurgeOrphansIfUnused(const std::vector<uint64_t>& inos, std::vector<FreedBlob>* freed = nullptr);
   // Is `dir` the directory `ancestor` or inside it? Walks parent pointers.
   absl::StatusOr<bool> IsWithin(uint64_t dir, uint64_t ancestor);
   absl::Status TruncateLocked(Mutation& m, InodeRecord& rec, uint64_t size);
@@ -282,7 +289,8 @@ class FilerService {
   absl::Status AttachJournal(uint64_t ino, GetChunksResponse* resp);
   absl::StatusOr<Attr> CreateNode(const CreateArgs& args, std::string_view symlink_target);
   // Unlink and Rmdir.
-  absl::StatusOr<InodeRecord> RemoveName(uint64_t parent, std::string_view name, bool rmdir);
+  absl::StatusOr<InodeRecord> RemoveName(uint64_t parent, std::string_view name, bool rmdir,
+                                         std::vector<FreedBlob>* freed);
   // One attempt of UnlinkMany. A name whose entry changed between the first read and the locks
   // is left with retry set, for a plain Unlink afterwards.
   absl::Status UnlinkManyOnce(uint64_t parent, const std::vector<std::string>& names,

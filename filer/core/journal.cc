@@ -145,7 +145,7 @@ absl::StatusOr<uint64_t> FilerService::MoveJournal(int64_t older_than_ms, uint64
           // GetChunks tells a move from a change by the journal records it misses.
           m.batch().Put(keys::InodeKey(ino), EncodeInode(*rec));
         } else {
-          m.Collect({*fid}, ino);
+          m.Collect({{*fid, blob.size()}}, ino);
         }
         RETURN_IF_ERROR(m.Commit());
         return n;

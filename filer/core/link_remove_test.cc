@@ -191,3 +191,85 @@ TEST_CASE("unlink many: one directory's names in one write, each with its own an
   CHECK(Err(none[0].attr) == ENOENT);
   CHECK(Err(none[1].attr) == ENOENT);
 }
+
+namespace {
+
+// "fid:size" of each blob, sorted.
+std::vector<std::string> Freed(const std::vector<FreedBlob>& blobs) {
+  std::vector<std::string> out;
+  for (const FreedBlob& b : blobs) out.push_back(b.fid() + ":" + std::to_string(b.size()));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A file with blobs Fid(first) and Fid(first + 1) of 4,000 and 5,000 bytes.
+uint64_t FileWithBlobs(Harness& h, uint64_t parent, const std::string& name, int first) {
+  uint64_t f = h.Mkfile(parent, name);
+  CommitChunksRequest c;
+  c.set_ino(f);
+  (*c.add_chunks() = MakeChunk(Fid(first), 0, 4000)).set_blob_size(4000);
+  (*c.add_chunks() = MakeChunk(Fid(first + 1), 4000, 100, 300)).set_blob_size(5000);
+  REQUIRE(h.fs->CommitChunks(c).ok());
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("the blobs a change frees are answered, with their sizes, to the one that freed them") {
+  Harness h(KELP_BACKENDS);
+  uint64_t d = h.Mkdir(1, "d");
+  FileWithBlobs(h, d, "f", 10);
+  const std::vector<std::string> f_blobs{Fid(10) + ":4000", Fid(11) + ":5000"};
+  std::vector<FreedBlob> freed{FreedBlob()};
+  REQUIRE(h.fs->Unlink(d, "f", &freed).ok());
+  CHECK(Freed(freed) == f_blobs);
+
+  // A name that is not the last frees nothing; the last one frees the blobs.
+  uint64_t g = FileWithBlobs(h, d, "g", 20);
+  REQUIRE(h.fs->Link(g, d, "g2").ok());
+  REQUIRE(h.fs->Unlink(d, "g", &freed).ok());
+  CHECK(freed.empty());
+  REQUIRE(h.fs->Unlink(d, "g2", &freed).ok());
+  CHECK(Freed(freed) == std::vector<std::string>{Fid(20) + ":4000", Fid(21) + ":5000"});
+
+  // An open file's blobs stay until it is released: nothing is freed by the unlink.
+  auto s = h.fs->OpenSession("m")->session();
+  uint64_t open = h.Mkfile(d, "open", s);
+  CommitChunksRequest c;
+  c.set_ino(open);
+  (*c.add_chunks() = MakeChunk(Fid(30), 0, 10)).set_blob_size(10);
+  REQUIRE(h.fs->CommitChunks(c).ok());
+  REQUIRE(h.fs->Unlink(d, "open", &freed).ok());
+  CHECK(freed.empty());
+  REQUIRE(h.fs->Release(s, std::vector<uint64_t>{open}, &freed).ok());
+  CHECK(Freed(freed) == std::vector<std::string>{Fid(30) + ":10"});
+
+  // Unlink many: with the name that took the last link, once.
+  uint64_t m = FileWithBlobs(h, d, "m", 40);
+  REQUIRE(h.fs->Link(m, d, "m2").ok());
+  FileWithBlobs(h, d, "n", 50);
+  auto r = h.fs->UnlinkMany(d, {"m", "n", "m2"});
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].freed.empty());
+  CHECK(Freed(r[1].freed) == std::vector<std::string>{Fid(50) + ":4000", Fid(51) + ":5000"});
+  CHECK(Freed(r[2].freed) == std::vector<std::string>{Fid(40) + ":4000", Fid(41) + ":5000"});
+
+  // A rename over a file frees the replaced file's blobs.
+  FileWithBlobs(h, d, "old", 60);
+  FileWithBlobs(h, d, "new", 70);
+  auto moved = h.fs->Rename(d, "new", d, "old", 0);
+  REQUIRE(moved.ok());
+  CHECK(Freed(moved->freed) == std::vector<std::string>{Fid(60) + ":4000", Fid(61) + ":5000"});
+
+  // A commit that replaces the content frees the old blobs.
+  uint64_t p = FileWithBlobs(h, d, "p", 80);
+  CommitChunksRequest replace;
+  replace.set_ino(p);
+  replace.set_replace(true);
+  (*replace.add_chunks() = MakeChunk(Fid(82), 0, 100)).set_blob_size(100);
+  auto committed = h.fs->CommitChunks(replace);
+  REQUIRE(committed.ok());
+  CHECK(Freed({committed->freed().begin(), committed->freed().end()}) ==
+        std::vector<std::string>{Fid(80) + ":4000", Fid(81) + ":5000"});
+  h.RequireConsistent();
+}

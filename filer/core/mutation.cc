@@ -7,15 +7,35 @@
 
 namespace kelp::filer {
 
-void Mutation::Collect(std::vector<std::string> fids, uint64_t ino) {
-  if (!fids.empty()) garbage_.emplace_back(std::move(fids), ino);
+void Mutation::Collect(const std::map<std::string, uint64_t>& blobs, uint64_t ino,
+                       const std::set<std::string>& still_used) {
+  Garbage g{{}, {}, ino};
+  for (const auto& [fid, size] : blobs) {
+    if (still_used.count(fid)) continue;
+    g.fids.push_back(fid);
+    g.sizes.push_back(size);
+  }
+  if (!g.fids.empty()) garbage_.push_back(std::move(g));
+}
+
+std::vector<FreedBlob> Mutation::FreedOf(uint64_t ino) const {
+  std::vector<FreedBlob> out;
+  for (const Garbage& g : garbage_) {
+    if (g.ino != ino) continue;
+    for (size_t i = 0; i < g.fids.size(); ++i) {
+      FreedBlob& b = out.emplace_back();
+      b.set_fid(g.fids[i]);
+      b.set_size(g.sizes[i]);
+    }
+  }
+  return out;
 }
 
 absl::Status Mutation::Commit(bool sync) {
   if (committed_) return absl::InternalError("mutation committed twice");
   committed_ = true;
-  for (const auto& [fids, ino] : garbage_) {
-    if (auto s = fs_->gc_.Enqueue(&batch_, fids, ino); !s.ok()) return s;
+  for (const Garbage& g : garbage_) {
+    if (auto s = fs_->gc_.Enqueue(&batch_, g.fids, g.ino); !s.ok()) return s;
   }
   size_t stripe = 0;
   int64_t count = 0;
@@ -45,7 +65,7 @@ absl::Status Mutation::Commit(bool sync) {
   }
   if (!garbage_.empty()) {
     size_t n = 0;
-    for (const auto& g : garbage_) n += g.first.size();
+    for (const Garbage& g : garbage_) n += g.fids.size();
     fs_->gc_.Queued(n);
     fs_->gc_.Wake();
   }

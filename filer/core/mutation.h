@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,8 +27,13 @@ class Mutation {
   WriteBatch& batch() { return batch_; }
   // seq and (if unset) time are filled in at commit.
   void Emit(Event e) { events_.push_back(std::move(e)); }
-  // Queues blobs for deletion (they must no longer be referenced once this commits).
-  void Collect(std::vector<std::string> fids, uint64_t ino);
+  // Queues blobs (fid -> whole blob size, 0 if unknown) of inode ino for deletion, but those
+  // in still_used: they must no longer be referenced once this commits.
+  void Collect(const std::map<std::string, uint64_t>& blobs, uint64_t ino,
+               const std::set<std::string>& still_used = {});
+  // The blobs of ino that Collect queued, for the answer to the client (whose read cache may
+  // drop them) once Commit returned OK.
+  std::vector<FreedBlob> FreedOf(uint64_t ino) const;
   // Inodes created (+) or purged (-).
   void AdjustInodes(int64_t delta) { inode_delta_ += delta; }
 
@@ -41,7 +48,12 @@ class Mutation {
   const LockTable::Guard& guard_;
   WriteBatch batch_;
   std::vector<Event> events_;
-  std::vector<std::pair<std::vector<std::string>, uint64_t>> garbage_;
+  struct Garbage {
+    std::vector<std::string> fids;
+    std::vector<uint64_t> sizes;  // of the blob of the same index
+    uint64_t ino;
+  };
+  std::vector<Garbage> garbage_;
   int64_t inode_delta_ = 0;
   bool committed_ = false;
 };

@@ -16,17 +16,18 @@
 
 namespace kelp::filer {
 
-absl::StatusOr<Attr> FilerService::Unlink(uint64_t parent, std::string_view name) {
-  ASSIGN_OR_RETURN(InodeRecord rec, Transact([&] { return RemoveName(parent, name, false); }));
+absl::StatusOr<Attr> FilerService::Unlink(uint64_t parent, std::string_view name,
+                                          std::vector<FreedBlob>* freed) {
+  ASSIGN_OR_RETURN(InodeRecord rec, Transact([&] { return RemoveName(parent, name, false, freed); }));
   return rec.ToAttr();
 }
 
 absl::Status FilerService::Rmdir(uint64_t parent, std::string_view name) {
-  return Transact([&] { return RemoveName(parent, name, true); }).status();
+  return Transact([&] { return RemoveName(parent, name, true, nullptr); }).status();
 }
 
 absl::StatusOr<InodeRecord> FilerService::RemoveName(uint64_t parent, std::string_view name,
-                                                     bool rmdir) {
+                                                     bool rmdir, std::vector<FreedBlob>* freed) {
   RETURN_IF_ERROR(ValidateName(name));
   for (;;) {
     RETURN_IF_ERROR(LoadDir(parent).status());
@@ -69,6 +70,7 @@ absl::StatusOr<InodeRecord> FilerService::RemoveName(uint64_t parent, std::strin
     removed.set_parent_version(dir.version);
     m.Emit(std::move(removed));
     RETURN_IF_ERROR(m.Commit());
+    if (freed != nullptr) *freed = m.FreedOf(child.ino);
     return child;
   }
 }
@@ -77,18 +79,20 @@ std::vector<FilerService::Unlinked> FilerService::UnlinkMany(uint64_t parent, co
   std::vector<Unlinked> out;
   std::vector<bool> retry;
   absl::Status s = Transact([&] {
-    out.assign(names.size(), Unlinked{absl::InternalError("unlink not run"), std::nullopt});
+    out.assign(names.size(), Unlinked{absl::InternalError("unlink not run"), std::nullopt, {}});
     retry.assign(names.size(), false);
     return UnlinkManyOnce(parent, names, &out, &retry);
   });
   if (!s.ok()) {
-    for (Unlinked& u : out) u = Unlinked{s, std::nullopt};
+    for (Unlinked& u : out) u = Unlinked{s, std::nullopt, {}};
     return out;
   }
   // Without the directory's version: the caller cannot place these among the others, and
   // must read the directory again.
   for (size_t i = 0; i < names.size(); ++i) {
-    if (retry[i]) out[i] = Unlinked{Unlink(parent, names[i]), std::nullopt};
+    if (!retry[i]) continue;
+    out[i] = Unlinked{absl::InternalError("unlink not run"), std::nullopt, {}};
+    out[i].attr = Unlink(parent, names[i], &out[i].freed);
   }
   return out;
 }
@@ -182,7 +186,14 @@ absl::Status FilerService::UnlinkManyOnce(uint64_t parent, const std::vector<std
     (*out)[i].parent_attr = dir_attr;
     (*out)[i].parent_attr->set_version(version_before + j + 1);
   }
-  return m.Commit();
+  RETURN_IF_ERROR(m.Commit());
+  // The freed blobs go with the name that took the inode's last link.
+  std::set<uint64_t> reported;
+  for (auto j = removed.rbegin(); j != removed.rend(); ++j) {
+    const auto& [i, ino] = *j;
+    if (reported.insert(ino).second) (*out)[i].freed = m.FreedOf(ino);
+  }
+  return absl::OkStatus();
 }
 
 namespace {

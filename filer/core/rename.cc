@@ -101,7 +101,7 @@ absl::StatusOr<RenameResult> FilerService::RenameLocked(
   }
   if (dst && dst->ino == src.ino) {
     // Both names are links to one inode (or the very same entry): POSIX says do nothing.
-    return RenameResult{s->ToAttr(), s->ToAttr()};
+    return RenameResult{s->ToAttr(), s->ToAttr(), {}};
   }
   if (!exchange && t) {
     if (s->IsDir() && !t->IsDir()) return PosixError(ENOTDIR, StrCat(new_name, " is not a directory"));
@@ -186,7 +186,10 @@ absl::StatusOr<RenameResult> FilerService::RenameLocked(
 
   RenameResult r;
   r.moved = s->ToAttr();
-  if (t) r.replaced = t->ToAttr();
+  if (t) {
+    r.replaced = t->ToAttr();
+    r.freed = m.FreedOf(t->ino);
+  }
   return r;
 }
 

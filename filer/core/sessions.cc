@@ -97,7 +97,8 @@ absl::Status FilerService::Open(std::string_view session, uint64_t ino) {
   });
 }
 
-absl::Status FilerService::Release(std::string_view session, const std::vector<uint64_t>& inodes) {
+absl::Status FilerService::Release(std::string_view session, const std::vector<uint64_t>& inodes,
+                                   std::vector<FreedBlob>* freed) {
   if (inodes.empty() || !SessionTable::ValidateId(session).ok()) return absl::OkStatus();
   // How many handles of each inode go (a burst of closes may name one twice).
   std::map<uint64_t, uint64_t> times;
@@ -118,7 +119,7 @@ absl::Status FilerService::Release(std::string_view session, const std::vector<u
     return m.Commit();
   }));
   // An unlinked file goes with its last holder (PurgeOrphanOnce looks whether it is one).
-  return PurgeOrphansIfUnused(held);
+  return PurgeOrphansIfUnused(held, freed);
 }
 
 absl::Status FilerService::ExpireSession(const std::string& id, std::vector<uint64_t>* freed) {

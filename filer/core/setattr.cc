@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <map>
 #include <set>
 
 #include "filer/client/limits.h"
@@ -67,7 +68,8 @@ absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_
     rec.size = size;
     return absl::OkStatus();
   }
-  std::set<std::string> kept, dropped;
+  std::set<std::string> kept;
+  std::map<std::string, uint64_t> dropped;
   std::string prefix = keys::ChunkPrefix(rec.ino);
   auto it = rd().Scan(prefix, keys::PrefixEnd(prefix));
   for (; it->Valid(); it->Next()) {
@@ -80,7 +82,7 @@ absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_
         m.batch().Delete(keys::JournalKey(rec.ino, c.seq()));
         --rec.journal_count;
       } else {
-        dropped.insert(c.fid());
+        dropped.emplace(c.fid(), c.blob_size());
       }
     } else if (c.offset() + c.size() > size) {
       c.set_size(size - c.offset());
@@ -102,11 +104,7 @@ absl::Status FilerService::TruncateLocked(Mutation& m, InodeRecord& rec, uint64_
     }
   }
   RETURN_IF_ERROR(it->status());
-  std::vector<std::string> garbage;
-  for (const auto& fid : dropped) {
-    if (!kept.count(fid)) garbage.push_back(fid);
-  }
-  m.Collect(std::move(garbage), rec.ino);
+  m.Collect(dropped, rec.ino, kept);
   rec.compacted_chunks = std::min(rec.compacted_chunks, rec.chunk_count);
 
   if (rec.inline_size > size) {

@@ -1,6 +1,8 @@
 #include "filer/rpc/filer_rpc_service.h"
 
+#include <iterator>
 #include <thread>
+#include <vector>
 
 #include "filer/client/filer_methods.h"
 #include "shared/log.h"
@@ -17,6 +19,11 @@ constexpr size_t kReadDirPageBytes = 1 << 20;
 
 constexpr uint16_t M(FilerMethod m) { return MethodNumber(m); }
 
+// Freed blobs into an answer: the client's read cache drops them.
+void MoveFreed(std::vector<FreedBlob>& from, google::protobuf::RepeatedPtrField<FreedBlob>* to) {
+  to->Add(std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
+
 }  // namespace
 
 FilerRpcService::FilerRpcService(FilerService* core, FilerRpcOptions options) : core_(core), opts_(options) {
@@ -31,7 +38,9 @@ void FilerRpcService::AddParentAttr(uint64_t dir, Attr* out) {
 }
 
 absl::Status FilerRpcService::UnlinkOne(const UnlinkRequest& req, UnlinkResponse* resp) {
-  ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Unlink(req.parent(), req.name()));
+  std::vector<FreedBlob> freed;
+  ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->Unlink(req.parent(), req.name(), &freed));
+  MoveFreed(freed, resp->mutable_freed());
   AddParentAttr(req.parent(), resp->mutable_parent_attr());
   return absl::OkStatus();
 }
@@ -137,6 +146,7 @@ void FilerRpcService::AddNamespaceMethods() {
               continue;
             }
             *r->mutable_done()->mutable_attr() = std::move(*u.attr);
+            MoveFreed(u.freed, r->mutable_done()->mutable_freed());
             if (u.parent_attr) {
               *r->mutable_done()->mutable_parent_attr() = std::move(*u.parent_attr);
             } else {
@@ -161,6 +171,7 @@ void FilerRpcService::AddNamespaceMethods() {
                          core_->Rename(req.parent(), req.name(), req.new_parent(), req.new_name(), req.flags()));
         *resp->mutable_moved() = std::move(r.moved);
         if (r.replaced) *resp->mutable_replaced() = std::move(*r.replaced);
+        MoveFreed(r.freed, resp->mutable_freed());
         AddParentAttr(req.parent(), resp->mutable_parent_attr());
         AddParentAttr(req.new_parent(), resp->mutable_new_parent_attr());
         return absl::OkStatus();
@@ -266,12 +277,14 @@ void FilerRpcService::AddSessionMethods() {
         ASSIGN_OR_RETURN(*resp->mutable_attr(), core_->GetAttr(req.ino()));
         return absl::OkStatus();
       });
-  service_.AddUnary<ReleaseRequest, Empty>(M(FilerMethod::kRelease), "Release",
-                                           [this](const ReleaseRequest& req, Empty*) {
-                                             return core_->Release(req.session(), std::vector<uint64_t>(
-                                                                                      req.inodes().begin(),
-                                                                                      req.inodes().end()));
-                                           });
+  service_.AddUnary<ReleaseRequest, ReleaseResponse>(
+      M(FilerMethod::kRelease), "Release", [this](const ReleaseRequest& req, ReleaseResponse* resp) {
+        std::vector<FreedBlob> freed;
+        absl::Status s =
+            core_->Release(req.session(), std::vector<uint64_t>(req.inodes().begin(), req.inodes().end()), &freed);
+        MoveFreed(freed, resp->mutable_freed());
+        return s;
+      });
   service_.AddStream<SubscribeRequest>(
       M(FilerMethod::kSubscribe), "Subscribe", [this](const SubscribeRequest& req, rpc::StreamWriter& w) {
         ASSIGN_OR_RETURN(auto sub, core_->Subscribe(req.from_seq(), req.path_prefix()));

@@ -23,6 +23,8 @@ CacheCounters::CacheCounters(MetricsRegistry* r) {
         r->GetCounter("kelp_cache_insert_bytes_total", "Data bytes written to the disk cache.", l);
     t.evictions.metric =
         r->GetCounter("kelp_cache_evictions_total", "Disk cache entries evicted.", l);
+    t.forgotten.metric = r->GetCounter("kelp_cache_forgotten_total",
+                                       "Disk cache entries dropped because their blob was deleted.", l);
     t.checksum_failures.metric = r->GetCounter("kelp_cache_checksum_failures_total",
                                                "Cache entries dropped for a bad checksum.", l);
   }
@@ -53,6 +55,7 @@ void CacheCounters::Inserted(Tier tier, uint64_t bytes) {
 }
 
 void CacheCounters::Evicted(Tier tier) { tiers_[TierIndex(tier)].evictions.Inc(1); }
+void CacheCounters::Forgotten(Tier tier) { tiers_[TierIndex(tier)].forgotten.Inc(1); }
 void CacheCounters::ChecksumFailure(Tier tier) { tiers_[TierIndex(tier)].checksum_failures.Inc(1); }
 void CacheCounters::DiskError() { disk_errors_.Inc(1); }
 void CacheCounters::FileReused() { files_reused_.Inc(1); }
@@ -69,6 +72,7 @@ void CacheCounters::Fill(CacheStats* s) const {
     o.inserts = t.inserts.get();
     o.insert_bytes = t.insert_bytes.get();
     o.evictions = t.evictions.get();
+    o.forgotten = t.forgotten.get();
     o.checksum_failures = t.checksum_failures.get();
   }
   s->disk_errors = disk_errors_.get();

@@ -24,6 +24,7 @@ struct TierStats {
   uint64_t inserts = 0;     // blocks written to disk
   uint64_t insert_bytes = 0;
   uint64_t evictions = 0;  // disk entries evicted to make room
+  uint64_t forgotten = 0;  // disk entries dropped because their blob was deleted
   uint64_t checksum_failures = 0;
   uint64_t entries = 0;      // disk entries now
   uint64_t bytes = 0;        // disk bytes now (allocated blocks, as du counts them)
@@ -57,6 +58,7 @@ class CacheCounters {
   void Miss(Tier tier, uint64_t bytes);
   void Inserted(Tier tier, uint64_t bytes);
   void Evicted(Tier tier);
+  void Forgotten(Tier tier);
   void ChecksumFailure(Tier tier);
   void DiskError();
   void FileReused();
@@ -76,7 +78,7 @@ class CacheCounters {
   };
   struct PerTier {
     Pair hits, memory_hits, misses, hit_bytes, miss_bytes, inserts, insert_bytes, evictions,
-        checksum_failures;
+        forgotten, checksum_failures;
   };
   std::array<PerTier, kNumTiers> tiers_;
   Pair disk_errors_;

@@ -23,6 +23,9 @@ class ChunkCache {
   virtual size_t Insert(std::string_view fid, uint64_t blob_size, uint64_t offset, std::string_view data) = 0;
   // The cache's alignment unit for blobs of this size.
   virtual uint64_t BlockSize(uint64_t blob_size) const = 0;
+  // Drops every cached block of blob fid (whose whole size is blob_size): it was deleted, and
+  // its space is better used by live data. A block being written is left to the eviction.
+  virtual void Forget(std::string_view fid, uint64_t blob_size) = 0;
   // Whether freshly uploaded data should be inserted (write-through).
   virtual bool write_through() const { return false; }
 };

@@ -256,6 +256,30 @@ bool DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {
   return true;
 }
 
+void DiskCache::Forget(Tier tier, const std::vector<BlockId>& blocks) {
+  OpGuard guard(this);
+  if (!guard) return;
+  int t = TierIndex(tier);
+  std::vector<Victim> victims;
+  {
+    MutexLock lock(mu_);
+    TierState& ts = tiers_[t];
+    for (const BlockId& b : blocks) {
+      auto it = ts.index.find(b.key);
+      if (it == ts.index.end()) continue;
+      Entry& e = it->second;
+      if (e.pending || e.fid != b.fid || e.block_offset != b.block_offset) continue;
+      victims.push_back({tier, e.id, e.disk_bytes, std::move(e.file)});
+      ts.policy->Erase(b.key);
+      ts.live_bytes -= e.disk_bytes;
+      deleting_bytes_ += e.disk_bytes;
+      ts.index.erase(it);
+      counters_->Forgotten(tier);
+    }
+  }
+  Unlink(std::move(victims));
+}
+
 void DiskCache::NoteWriteError(const absl::Status& status) {
   counters_->DiskError();
   int64_t until = NowNs() + int64_t{config_.backoff_ms} * 1000000;

@@ -43,6 +43,16 @@ bool MemoryLayer::Insert(uint64_t key, std::string_view fid, uint64_t block_offs
   return true;
 }  // `lock` goes before `dropped`: evicted data is freed outside the lock
 
+void MemoryLayer::Erase(uint64_t key, std::string_view fid, uint64_t block_offset) {
+  std::shared_ptr<const std::string> dropped;
+  MutexLock lock(mu_);
+  auto it = items_.find(key);
+  if (it == items_.end() || it->second.fid != fid || it->second.block_offset != block_offset) return;
+  dropped = std::move(it->second.data);
+  policy_->Erase(key);
+  items_.erase(it);
+}  // `lock` goes before `dropped`: the data is freed outside the lock
+
 uint64_t MemoryLayer::bytes() const {
   MutexLock lock(mu_);
   return policy_->bytes();

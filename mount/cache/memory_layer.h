@@ -31,6 +31,9 @@ class MemoryLayer {
   bool Insert(uint64_t key, std::string_view fid, uint64_t block_offset,
               std::shared_ptr<const std::string> data);
 
+  // Drops block (fid, block_offset) if it is held.
+  void Erase(uint64_t key, std::string_view fid, uint64_t block_offset);
+
   // Whether a block of this many bytes may be held: at most an eighth of the layer, so one
   // entry never flushes it.
   bool Admits(uint64_t bytes) const { return bytes + kItemOverhead <= capacity_ / 8; }

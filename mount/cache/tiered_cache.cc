@@ -159,6 +159,19 @@ bool TieredCache::InsertBlock(Tier tier, std::string_view fid, uint64_t blob_siz
   return stored;
 }
 
+void TieredCache::Forget(std::string_view fid, uint64_t blob_size) {
+  if (!enabled_ || blob_size == 0 || fid.empty() || fid.size() > format::kMaxFidLen) return;
+  Tier tier = TierOf(blob_size);
+  uint64_t bs = BlockSize(blob_size);
+  std::vector<BlockId> blocks;
+  blocks.reserve((blob_size + bs - 1) / bs);
+  for (uint64_t block = 0; block < blob_size; block += bs) {
+    blocks.push_back({fid, blob_size, block, BlockKey(fid, block)});
+    if (tier == Tier::kSmall && memory_) memory_->Erase(blocks.back().key, fid, block);
+  }
+  if (disk_) disk_->Forget(tier, blocks);
+}
+
 CacheStats TieredCache::GetStats() const {
   CacheStats s;
   s.enabled = enabled_;

@@ -80,6 +80,9 @@ class TieredCache : public ChunkCache {
   // on disk); blocks already cached (or being stored by another thread) are skipped.
   size_t Insert(std::string_view fid, uint64_t blob_size, uint64_t offset, std::string_view data) override;
 
+  // Drops the blob's blocks from memory and disk (counted as kelp_cache_forgotten_total).
+  void Forget(std::string_view fid, uint64_t blob_size) override;
+
   // Counters since Open plus current usage, per tier. Summary() gives the unmount log line.
   CacheStats GetStats() const;
 

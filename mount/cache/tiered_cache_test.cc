@@ -268,4 +268,41 @@ TEST_CASE("walking through a block sequentially does not count as reuse") {
   }
 }
 
+TEST_CASE("a deleted blob's blocks leave memory and disk, and their room goes to live data") {
+  TempDir tmp;
+  // Dead and live blobs fill 10.3 of 12 MiB: one more 4 MiB blob fits only if the dead go.
+  auto cache = MustOpen(TestOptions(tmp.path(), 12 * kMiB));
+  struct Blob {
+    std::string fid;
+    uint64_t size;
+    size_t blocks;
+  };
+  std::vector<Blob> dead = {{"9,1", 3000, 1}, {"9,2", 1 * kMiB, 16}, {"9,3", 4 * kMiB, 16}};
+  std::vector<Blob> live = {{"9,4", 3000, 1}, {"9,5", 1 * kMiB, 16}, {"9,6", 4 * kMiB, 16}};
+  for (const auto& set : {dead, live}) {
+    for (const Blob& b : set) REQUIRE(cache->Insert(b.fid, b.size, 0, BlobBytes(b.fid, 0, b.size)) == b.blocks);
+  }
+  const CacheStats before = cache->GetStats();
+  REQUIRE(before.memory_entries == 2);
+  for (const Blob& b : dead) cache->Forget(b.fid, b.size);
+  cache->Forget("9,7", 4 * kMiB);  // never cached: nothing happens
+  const CacheStats after = cache->GetStats();
+  CHECK(after.memory_entries == 1);
+  std::string out;
+  for (int t = 0; t < kNumTiers; ++t) {
+    INFO(TierName(static_cast<Tier>(t)));
+    CHECK(after.tiers[t].forgotten == dead[t].blocks);
+    CHECK(after.tiers[t].entries == before.tiers[t].entries - dead[t].blocks);
+    CHECK(after.tiers[t].bytes < before.tiers[t].bytes);
+    out.assign(dead[t].size, '\0');
+    CHECK_FALSE(cache->Read(dead[t].fid, dead[t].size, 0, dead[t].size, out.data()));
+    out.assign(live[t].size, '\0');
+    REQUIRE(cache->Read(live[t].fid, live[t].size, 0, live[t].size, out.data()));
+    CHECK(out == BlobBytes(live[t].fid, 0, live[t].size));
+  }
+  // The freed room takes a new blob without evicting anything.
+  REQUIRE(cache->Insert("9,8", 4 * kMiB, 0, BlobBytes("9,8", 0, 4 * kMiB)) == 16);
+  for (const TierStats& t : cache->GetStats().tiers) CHECK(t.evictions == 0);
+}
+
 }  // namespace kelp::mount::cache

@@ -229,4 +229,9 @@ absl::Status ChunkFetcher::ReadWindowed(const std::string& fid, uint64_t blob_si
   return absl::OkStatus();
 }
 
+void ChunkFetcher::Forget(const google::protobuf::RepeatedPtrField<filer::FreedBlob>& blobs) {
+  if (cache_ == nullptr) return;
+  for (const filer::FreedBlob& b : blobs) cache_->Forget(b.fid(), b.size());
+}
+
 }  // namespace kelp::mount

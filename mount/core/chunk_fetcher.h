@@ -61,6 +61,9 @@ class ChunkFetcher {
   void OnUploaded(const std::string& fid, std::string_view blob);
 
   ChunkCache* cache() const { return cache_; }
+  // Blobs the filer deleted (an unlink, rename or commit answered them): their cached blocks
+  // go, so that live data keeps the room.
+  void Forget(const google::protobuf::RepeatedPtrField<filer::FreedBlob>& blobs);
 
  private:
   // loading and status are guarded by mu_ (ABSL_GUARDED_BY cannot name the fetcher's lock

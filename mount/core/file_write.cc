@@ -411,6 +411,7 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest
     return PosixError(err == ENOSPC || err == EDQUOT ? err : EIO, kelp::StrCat("commit: ", resp.status().message()));
   }
   if (with_attrs) attrs->Clear();
+  ctx_->fetcher->Forget(resp->freed());
   {
     MutexLock lock(mu_);
     uint64_t new_version = resp->attr().version();

@@ -50,10 +50,12 @@ void FilerSession::Stop() {
 
 void FilerSession::SendReleases(std::vector<uint64_t> inodes, const std::string& id) {
   if (inodes.empty()) return;
-  absl::Status s = meta_->Release(id, inodes);
+  google::protobuf::RepeatedPtrField<filer::FreedBlob> freed;
+  absl::Status s = meta_->Release(id, inodes, &freed);
   if (!s.ok() && s.code() != absl::StatusCode::kNotFound) {
     spdlog::warn("release of {} inodes at the filer failed: {}", inodes.size(), s);
   }
+  if (on_freed_ && !freed.empty()) on_freed_(freed);
 }
 
 void FilerSession::FlushReleases() {

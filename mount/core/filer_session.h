@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -25,7 +26,11 @@ namespace kelp::mount {
 
 class FilerSession {
  public:
-  explicit FilerSession(FilerClient* meta) : meta_(meta) {}
+  // Called, from the session's threads, with the blobs of unlinked files that went with a
+  // release (the read cache drops them).
+  using FreedFn = std::function<void(const google::protobuf::RepeatedPtrField<filer::FreedBlob>&)>;
+  explicit FilerSession(FilerClient* meta, FreedFn on_freed = nullptr)
+      : meta_(meta), on_freed_(std::move(on_freed)) {}
   ~FilerSession() { Stop(); }
 
   absl::Status Start(const std::string& client);
@@ -51,6 +56,7 @@ class FilerSession {
   void SendReleases(std::vector<uint64_t> inodes, const std::string& id);
 
   FilerClient* const meta_;
+  const FreedFn on_freed_;
   mutable Mutex mu_;  // a leaf: released around every filer call
   CondVar cv_;
   std::string id_ ABSL_GUARDED_BY(mu_);

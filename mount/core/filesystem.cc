@@ -23,7 +23,7 @@ Filesystem::Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, F
       track_listings_(opts_.subscribe && (opts_.filer_path.empty() || opts_.filer_path == "/")),
       budget_(opts_.write_buffer),
       removes_(opts_.unlink_behind),
-      session_(meta) {
+      session_(meta, [this](const auto& freed) { fetcher_->Forget(freed); }) {
   upload_pool_ = std::make_unique<ThreadPool>("kelp-upload", opts_.concurrent_writers, opts_.concurrent_writers * 2);
   prefetch_pool_ = std::make_unique<ThreadPool>("kelp-prefetch", 4, 64);
   // As many commits at once as the filer's write group usually takes in one WAL sync.

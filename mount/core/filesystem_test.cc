@@ -8,11 +8,13 @@
 #include <set>
 #include <thread>
 
+#include "mount/cache/tiered_cache.h"
 #include "mount/testing/fake_blob_store.h"
 #include "mount/testing/test_filer.h"
 #include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "shared/status.h"
+#include "shared/testing/temp_dir.h"
 
 namespace kelp::mount {
 namespace {
@@ -21,9 +23,9 @@ struct FsEnv {
   TestFiler filer;
   FakeBlobStore blobs;
   std::unique_ptr<Filesystem> fs;
-  explicit FsEnv(FsOptions o = {}) {
+  explicit FsEnv(FsOptions o = {}, ChunkCache* cache = nullptr) {
     o.subscribe = false;
-    fs = std::make_unique<Filesystem>(filer.client(), &blobs, nullptr, o);
+    fs = std::make_unique<Filesystem>(filer.client(), &blobs, cache, o);
     REQUIRE(fs->Start().ok());
   }
 };
@@ -467,6 +469,57 @@ TEST_CASE("the unlink of an open file, of a hard-linked file, or with -unlinkBeh
     REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
     CHECK_FALSE(FilerHas(e, "f"));
   }
+}
+
+TEST_CASE("the blobs of a file unlinked or renamed over leave the read cache") {
+  kelp::testing::TempDir dir{"kelp-fs-test"};
+  cache::CacheOptions co;
+  co.dir = dir.path();
+  co.capacity_bytes = 64 << 20;
+  co.chunk_size_limit = 4 << 20;
+  auto opened = cache::TieredCache::Open(co);
+  REQUIRE(opened.ok());
+  cache::TieredCache& cache = **opened;
+  auto entries = [&] {
+    uint64_t n = 0;
+    for (const cache::TierStats& t : cache.GetStats().tiers) n += t.entries;
+    return n;
+  };
+  FsOptions o;
+  SECTION("an unlink behind") {}
+  SECTION("an unlink that waits for the filer") { o.unlink_behind = 0; }
+  FsEnv e(o, &cache);
+  Caller c;
+  auto write = [&](const std::string& name, char fill) {
+    auto f = e.fs->Create(e.fs->root(), name, 0644, O_CREAT | O_EXCL | O_WRONLY, c);
+    REQUIRE(f.ok());
+    REQUIRE(e.fs->Write(f->fh, 0, std::string(1 << 20, fill)).ok());
+    REQUIRE(e.fs->Flush(f->fh).ok());
+    REQUIRE(e.fs->Release(f->fh).ok());
+  };
+  write("f", 'f');
+  const uint64_t per_file = entries();  // written through
+  REQUIRE(per_file > 0);
+  write("g", 'g');
+  REQUIRE(entries() == 2 * per_file);
+  // The filer answers the blobs to the unlink, or to the release of the last handle if that
+  // was still on its way (the file was an orphan until then).
+  REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+  CHECK(Eventually([&] { return entries() == per_file; }));
+  write("h", 'h');
+  REQUIRE(e.fs->Rename(e.fs->root(), "h", e.fs->root(), "g", 0).ok());
+  CHECK(Eventually([&] { return entries() == per_file; }));
+  uint64_t forgotten = 0;
+  for (const cache::TierStats& t : cache.GetStats().tiers) forgotten += t.forgotten;
+  CHECK(forgotten == 2 * per_file);
+  auto g = e.fs->Lookup(e.fs->root(), "g");
+  REQUIRE(g.ok());
+  auto r = e.fs->Open(g->ino(), O_RDONLY);
+  REQUIRE(r.ok());
+  CHECK(ReadFh(*e.fs, r->fh, 2 << 20) == std::string(1 << 20, 'h'));
+  REQUIRE(e.fs->Release(r->fh).ok());
+  e.fs->Stop();
+  cache.Close();
 }
 
 TEST_CASE("an unlink behind that the filer refuses shows the name again") {

@@ -282,6 +282,7 @@ void Filesystem::SendUnlinkBatch(const std::vector<NameInDir>& batch) {
       continue;
     }
     if (r.done().has_parent_attr()) dir_after = std::move(*r.mutable_done()->mutable_parent_attr());
+    fetcher_->Forget(r.done().freed());
     FinishUnlinkBehind(parent, name, std::move(*r.mutable_done()->mutable_attr()), dir_after);
   }
 }
@@ -329,12 +330,14 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
   }
   NoteOwnEntry(parent, name);
   Attr dir_after;
-  auto a = meta_->Unlink(parent, name, &dir_after);
+  google::protobuf::RepeatedPtrField<filer::FreedBlob> freed;
+  auto a = meta_->Unlink(parent, name, &dir_after, &freed);
   cache_.DropEntry(parent, name);
   if (!a.ok()) {
     TakeOwnEntry(parent, name);
     return a.status();
   }
+  fetcher_->Forget(freed);
   Unlinked(parent, name, *a, dir_after);
   return absl::OkStatus();
 }
@@ -386,6 +389,7 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
     listings_.Forget(parent);
     listings_.Forget(new_parent);
   }
+  fetcher_->Forget(r->freed());
   if (S_ISDIR(r->moved().mode())) listings_.Touched(r->moved().ino(), r->moved().version());
   if (r->has_replaced() && S_ISDIR(r->replaced().mode()) && !(flags & 2)) listings_.Forget(r->replaced().ino());
   DirChanged(parent, r->parent_attr());
