@@ -29,6 +29,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -188,7 +189,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
     uint64_t file_size = 0;
     std::vector<filer::Chunk> chunks;
     std::string inline_data;
-    std::map<uint64_t, std::shared_ptr<const std::string>> journal;  // by chunk seq
+    // The bytes of the journaled chunks the intervals show, by chunk seq (sorted), shared with
+    // journal_: only those, so a file with hundreds of journaled writes behind it does not copy
+    // its whole journal map at every rebuild (a rebuild follows every commit).
+    std::vector<std::pair<uint64_t, std::shared_ptr<const std::string>>> journal;
     std::vector<filer::VisibleInterval> intervals;
   };
 

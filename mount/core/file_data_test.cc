@@ -421,6 +421,14 @@ TEST_CASE("an fsync of few bytes travels in its commit: one synced call, no uplo
   CHECK(env.filer.calls(FilerMethod::kCommitChunks) == 50);
   CHECK(env.filer.synced_calls() == 50);
   CHECK(env.filer.calls(FilerMethod::kFsync) == 0);
+  // The whole file through this handle: every journaled chunk from the bytes held here, two
+  // extents of one commit sharing one buffer among them.
+  REQUIRE(f->Write(8192, std::string(100, '1')).ok());
+  REQUIRE(f->Write(900000, std::string(100, '2')).ok());
+  REQUIRE(f->Flush(true).ok());
+  model.replace(8192, 100, std::string(100, '1'));
+  model.replace(900000, 100, std::string(100, '2'));
+  REQUIRE(ReadAll(*f, model.size()) == model);
   // Another reader (a reopen: the bytes come from the filer's GetChunks).
   REQUIRE(ReadAll(*env.Open(), model.size()) == model);
 

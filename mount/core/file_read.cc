@@ -55,11 +55,18 @@ std::shared_ptr<const FileData::Resolved> FileData::ResolvedLocked() {
   r->chunks.insert(r->chunks.end(), committed_.begin(), committed_.end());
   r->chunks.insert(r->chunks.end(), pending_.begin(), pending_.end());
   r->inline_data = inline_data_;
-  r->journal = journal_;  // shared bytes, not copies
   std::vector<const filer::Chunk*> ptrs;
   ptrs.reserve(r->chunks.size());
   for (const auto& c : r->chunks) ptrs.push_back(&c);
   r->intervals = filer::ResolveVisibleIntervals(ptrs, size_, r->inline_data.size());
+  for (const filer::VisibleInterval& v : r->intervals) {
+    if (v.source != filer::VisibleInterval::Source::kChunk || !v.chunk->fid().empty()) continue;
+    if (auto j = journal_.find(v.chunk->seq()); j != journal_.end()) r->journal.emplace_back(j->first, j->second);
+  }
+  std::sort(r->journal.begin(), r->journal.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  r->journal.erase(std::unique(r->journal.begin(), r->journal.end(),
+                               [](const auto& a, const auto& b) { return a.first == b.first; }),
+                   r->journal.end());
   resolved_ = r;
   return r;
 }
@@ -119,8 +126,9 @@ absl::Status FileData::FillFromIntervals(const Resolved& res, uint64_t offset, u
         case filer::VisibleInterval::Source::kChunk: {
           uint64_t boff = v.blob_offset + (pos - v.offset);
           if (v.chunk->fid().empty()) {  // journaled: its bytes are held here
-            auto j = res.journal.find(v.chunk->seq());
-            if (j == res.journal.end() || boff + len > j->second->size()) {
+            auto j = std::lower_bound(res.journal.begin(), res.journal.end(), v.chunk->seq(),
+                                      [](const auto& e, uint64_t seq) { return e.first < seq; });
+            if (j == res.journal.end() || j->first != v.chunk->seq() || boff + len > j->second->size()) {
               return absl::AbortedError("journaled bytes no longer held");  // Read reloads
             }
             std::memcpy(out, j->second->data() + boff, len);
