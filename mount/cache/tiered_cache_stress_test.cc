@@ -26,7 +26,7 @@ constexpr uint64_t kKiB = 1 << 10;
 
 }  // namespace
 
-TEST_CASE("concurrent readers and inserters never see wrong data and keep the bounds") {
+TEST_CASE("concurrent readers, inserters and forgets never see wrong data and keep the bounds") {
   TempDir tmp;
   const uint64_t capacity = 4 * kMiB;  // small: constant eviction
   CacheOptions o = TestOptions(tmp.Sub("c"), capacity);
@@ -67,6 +67,7 @@ TEST_CASE("concurrent readers and inserters never see wrong data and keep the bo
           cache->Insert(b.fid, b.size, r.begin, BlobBytes(b.fid, r.begin, r.size()));
         }
         if (i % 200 == 0) cache->GetStats();  // the metrics scrape path, concurrently
+        if (i % 50 == 49) cache->Forget(b.fid, b.size);  // deleted, while others read and insert it
         ops.fetch_add(1);
       }
     });
@@ -79,6 +80,9 @@ TEST_CASE("concurrent readers and inserters never see wrong data and keep the bo
   uint64_t evictions = 0;
   for (const TierStats& ts : s.tiers) evictions += ts.evictions;
   CHECK(evictions > 50);
+  uint64_t forgotten = 0;
+  for (const TierStats& ts : s.tiers) forgotten += ts.forgotten;
+  CHECK(forgotten > 0);
   CHECK(DiskUsage(tmp.Sub("c")) <= capacity);
   // The index matches the directory: nothing leaked, nothing lost. Besides the entries, a
   // tier directory holds only spares (evicted files kept for reuse), which Close removes.
