@@ -230,8 +230,12 @@ absl::Status ChunkFetcher::ReadWindowed(const std::string& fid, uint64_t blob_si
 }
 
 void ChunkFetcher::Forget(const google::protobuf::RepeatedPtrField<filer::FreedBlob>& blobs) {
-  if (cache_ == nullptr) return;
-  for (const filer::FreedBlob& b : blobs) cache_->Forget(b.fid(), b.size());
+  if (cache_ == nullptr || blobs.empty()) return;
+  // Deleting entry files is disk work: off the caller's path (an fsync's commit, an unlink).
+  auto forget = [cache = cache_, freed = std::vector<filer::FreedBlob>(blobs.begin(), blobs.end())] {
+    for (const filer::FreedBlob& b : freed) cache->Forget(b.fid(), b.size());
+  };
+  if (pool_ == nullptr || !pool_->TrySubmit(forget)) forget();
 }
 
 }  // namespace kelp::mount

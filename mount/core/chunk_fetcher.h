@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -62,7 +63,7 @@ class ChunkFetcher {
 
   ChunkCache* cache() const { return cache_; }
   // Blobs the filer deleted (an unlink, rename or commit answered them): their cached blocks
-  // go, so that live data keeps the room.
+  // go, so that live data keeps the room (in the background when there is a pool).
   void Forget(const google::protobuf::RepeatedPtrField<filer::FreedBlob>& blobs);
 
  private:
