@@ -8,6 +8,7 @@
 
 #include "mount/cache/tiered_cache.h"
 #include "mount/testing/fake_blob_store.h"
+#include "mount/testing/test_cache.h"
 #include "shared/testing/temp_dir.h"
 #include "shared/thread_pool.h"
 
@@ -23,11 +24,7 @@ struct CachedBlob {
   std::string fid;
 
   explicit CachedBlob(int seed) {
-    cache::CacheOptions o;
-    o.dir = dir.path();
-    o.capacity_bytes = 64 << 20;
-    o.chunk_size_limit = 4 << 20;
-    auto c = cache::TieredCache::Open(o);
+    auto c = cache::TieredCache::Open(TestCacheOptions(dir.path()));
     REQUIRE(c.ok());
     cache = std::move(*c);
     for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>(i * seed + i / 1000);

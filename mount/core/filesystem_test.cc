@@ -10,6 +10,7 @@
 
 #include "mount/cache/tiered_cache.h"
 #include "mount/testing/fake_blob_store.h"
+#include "mount/testing/test_cache.h"
 #include "mount/testing/test_filer.h"
 #include "shared/metrics.h"
 #include "shared/mutex.h"
@@ -473,11 +474,7 @@ TEST_CASE("the unlink of an open file, of a hard-linked file, or with -unlinkBeh
 
 TEST_CASE("the blobs of a file unlinked or renamed over leave the read cache") {
   kelp::testing::TempDir dir{"kelp-fs-test"};
-  cache::CacheOptions co;
-  co.dir = dir.path();
-  co.capacity_bytes = 64 << 20;
-  co.chunk_size_limit = 4 << 20;
-  auto opened = cache::TieredCache::Open(co);
+  auto opened = cache::TieredCache::Open(TestCacheOptions(dir.path()));
   REQUIRE(opened.ok());
   cache::TieredCache& cache = **opened;
   auto entries = [&] {
