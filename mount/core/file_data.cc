@@ -199,7 +199,10 @@ bool FileData::SetAttrLocally(const filer::SetAttrRequest& req) {
   uint64_t freed = 0;
   {
     MutexLock lock(mu_);
-    if (!created_here_ || (req.valid() & ~kLocal) != 0 || !error_.ok()) return false;
+    constexpr uint32_t kTimes = filer::SET_ATTR_ATIME | filer::SET_ATTR_MTIME | filer::SET_ATTR_ATIME_NOW |
+                                filer::SET_ATTR_MTIME_NOW | filer::SET_ATTR_CTIME;
+    const bool times_of_dirty = (req.valid() & ~kTimes) == 0 && HasLocalChangesLocked();
+    if (!(created_here_ || times_of_dirty) || (req.valid() & ~kLocal) != 0 || !error_.ok()) return false;
     const int64_t now = NowNs();
     if (req.valid() & filer::SET_ATTR_SIZE) {
       // Only while every byte of the file is still in the dirty buffer.

@@ -136,8 +136,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
   void MarkCreatedHere();
   // Takes req (mode, owner, times; a size while nothing of the file was uploaded yet) as a
   // change to send with the next commit, in the same call as the data, instead of a SetAttr of
-  // its own (tar's chown, chmod and utimes of each file it writes). False when the filer must
-  // apply it now: the file was not created here, or its content is already on the filer.
+  // its own (tar's chown, chmod and utimes of each file it writes). Of a file opened rather
+  // than created here, only times, and only while it has data to commit (with the writeback
+  // cache the kernel sends the times it kept before every fsync). False when the filer must
+  // apply it now.
   bool SetAttrLocally(const filer::SetAttrRequest& req);
 
   uint64_t size() const;

@@ -220,6 +220,55 @@ TEST_CASE("truncate flushes first, so dirty data past the new size does not come
   REQUIRE(e.fs->Release(r->fh).ok());
 }
 
+TEST_CASE("times set on an opened file with data to commit go with the commit; other changes go at once") {
+  FsEnv e;
+  Caller c;
+  auto made = e.fs->MakeNode(e.fs->root(), "w", S_IFREG | 0644, 0, c);
+  REQUIRE(made.ok());
+  auto r = e.fs->Open(made->ino(), O_RDWR);  // opened, not created, here
+  REQUIRE(r.ok());
+  const uint64_t ino = made->ino();
+  filer::SetAttrRequest times;
+  times.set_valid(filer::SET_ATTR_MTIME | filer::SET_ATTR_CTIME);
+  times.set_mtime_ns(1'500'000'000'000'000'000);
+  times.set_ctime_ns(1'600'000'000'000'000'000);
+  // Nothing to commit: the filer takes the change now.
+  uint64_t setattrs = e.filer.calls(filer::FilerMethod::kSetAttr);
+  REQUIRE(e.fs->SetAttr(ino, times).ok());
+  CHECK(e.filer.calls(filer::FilerMethod::kSetAttr) == setattrs + 1);
+  // With dirty data (what the kernel's writeback cache sends before an fsync): kept here,
+  // shown at once, and committed with the data by one synced call.
+  REQUIRE(e.fs->Write(r->fh, 0, std::string(10000, 'w')).ok());
+  times.set_mtime_ns(1'700'000'000'000'000'000);
+  auto a = e.fs->SetAttr(ino, times);
+  REQUIRE(a.ok());
+  CHECK(a->mtime_ns() == 1'700'000'000'000'000'000);
+  CHECK(e.filer.calls(filer::FilerMethod::kSetAttr) == setattrs + 1);
+  const uint64_t commits = e.filer.calls(filer::FilerMethod::kCommitChunks);
+  const uint64_t fsyncs = e.filer.calls(filer::FilerMethod::kFsync);
+  REQUIRE(e.fs->Fsync(r->fh, false).ok());
+  CHECK(e.filer.calls(filer::FilerMethod::kCommitChunks) == commits + 1);
+  CHECK(e.filer.calls(filer::FilerMethod::kFsync) == fsyncs);
+  CHECK(e.filer.calls(filer::FilerMethod::kSetAttr) == setattrs + 1);
+  auto on_filer = e.filer.core()->GetAttr(ino);
+  REQUIRE(on_filer.ok());
+  CHECK(on_filer->mtime_ns() == 1'700'000'000'000'000'000);
+  CHECK(on_filer->size() == 10000);
+  // A mode change of a file opened here is not held, dirty data or not.
+  REQUIRE(e.fs->Write(r->fh, 0, "x").ok());
+  filer::SetAttrRequest mode;
+  mode.set_valid(filer::SET_ATTR_MODE);
+  mode.set_mode(0600);
+  REQUIRE(e.fs->SetAttr(ino, mode).ok());
+  CHECK(e.filer.calls(filer::FilerMethod::kSetAttr) == setattrs + 2);
+  CHECK((e.filer.core()->GetAttr(ino)->mode() & 07777) == 0600);
+  REQUIRE(e.fs->Release(r->fh).ok());
+  auto ro = e.fs->Open(ino, O_RDONLY);
+  REQUIRE(ro.ok());
+  CHECK(ReadFh(*e.fs, ro->fh, 3) == "xww");
+  REQUIRE(e.fs->Release(ro->fh).ok());
+}
+
 }  // namespace
 }  // namespace kelp::mount
 
