@@ -220,7 +220,7 @@ TEST_CASE("truncate flushes first, so dirty data past the new size does not come
   REQUIRE(e.fs->Release(r->fh).ok());
 }
 
-TEST_CASE("times set on an opened file with data to commit go with the commit; other changes go at once") {
+TEST_CASE("times set on an opened file with data to commit go with the commit, other changes go at once") {
   FsEnv e;
   Caller c;
   auto made = e.fs->MakeNode(e.fs->root(), "w", S_IFREG | 0644, 0, c);
