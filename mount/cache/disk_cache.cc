@@ -161,13 +161,19 @@ void DiskCache::EvictLocked(int for_tier, uint64_t need, uint64_t budget,
     if (!key) return;
     auto it = ts.index.find(*key);
     if (it == ts.index.end()) continue;  // cannot happen: the policy tracks published entries
-    victims->push_back(
-        {static_cast<Tier>(t), it->second.id, it->second.disk_bytes, std::move(it->second.file)});
-    ts.live_bytes -= it->second.disk_bytes;
-    deleting_bytes_ += it->second.disk_bytes;
-    ts.index.erase(it);
+    victims->push_back(RemoveLocked(t, it, /*reusable=*/true));
+    deleting_bytes_ += victims->back().bytes;
     counters_->Evicted(static_cast<Tier>(t));
   }
+}
+
+DiskCache::Victim DiskCache::RemoveLocked(int t, absl::flat_hash_map<uint64_t, Entry>::iterator it,
+                                          bool reusable) {
+  TierState& ts = tiers_[t];
+  Victim v{static_cast<Tier>(t), it->second.id, it->second.disk_bytes, std::move(it->second.file), reusable};
+  ts.live_bytes -= v.bytes;
+  ts.index.erase(it);
+  return v;
 }
 
 void DiskCache::Unlink(std::vector<Victim> victims) {
@@ -237,22 +243,18 @@ bool DiskCache::Reserve(int tier, uint64_t need) {
 }
 
 bool DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {
-  uint64_t bytes = 0;
-  std::shared_ptr<OpenFile> file;  // declared before the lock: released after it
+  std::optional<Victim> v;  // declared before the lock: its file is released after it
   {
     MutexLock lock(mu_);
     TierState& ts = tiers_[tier];
     auto it = ts.index.find(key);
     if (it == ts.index.end() || it->second.id != id || it->second.pending) return false;
-    bytes = it->second.disk_bytes;
-    file = std::move(it->second.file);
     ts.policy->Erase(key);
-    ts.live_bytes -= bytes;
-    ts.index.erase(it);
+    v = RemoveLocked(tier, it, /*reusable=*/false);
     if (!unlink) return true;
-    deleting_bytes_ += bytes;
+    deleting_bytes_ += v->bytes;
   }
-  Unlink({{static_cast<Tier>(tier), id, bytes, std::move(file), /*reusable=*/false}});
+  Unlink({std::move(*v)});
   return true;
 }
 
@@ -267,13 +269,11 @@ void DiskCache::Forget(Tier tier, const std::vector<BlockId>& blocks) {
     for (const BlockId& b : blocks) {
       auto it = ts.index.find(b.key);
       if (it == ts.index.end()) continue;
-      Entry& e = it->second;
+      const Entry& e = it->second;
       if (e.pending || e.fid != b.fid || e.block_offset != b.block_offset) continue;
-      victims.push_back({tier, e.id, e.disk_bytes, std::move(e.file)});
       ts.policy->Erase(b.key);
-      ts.live_bytes -= e.disk_bytes;
-      deleting_bytes_ += e.disk_bytes;
-      ts.index.erase(it);
+      victims.push_back(RemoveLocked(t, it, /*reusable=*/true));
+      deleting_bytes_ += victims.back().bytes;
       counters_->Forgotten(tier);
     }
   }

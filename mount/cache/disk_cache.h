@@ -133,6 +133,10 @@ class DiskCache {
   // Deletes victims' files (no lock held), then stops counting their bytes. Up to kMaxSpares
   // of them, no longer open anywhere, are emptied and kept as spares instead.
   void Unlink(std::vector<Victim> victims) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes published entry `it` of tier t out of the index (its bytes leave live_bytes) and
+  // returns it as a victim; the caller counts its bytes as deleting if it unlinks it.
+  Victim RemoveLocked(int t, absl::flat_hash_map<uint64_t, Entry>::iterator it, bool reusable)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reserves need bytes for a write, evicting as needed. False if it cannot be had.
   bool Reserve(int tier, uint64_t need) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets entry `key` if it is still file `id` (false if it is not); with unlink, deletes the

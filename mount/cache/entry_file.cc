@@ -104,15 +104,10 @@ absl::Status ParseHeader(const char* h, size_t len, EntryRef* meta) {
   return absl::OkStatus();
 }
 
-// A per-thread scratch buffer for reads that do not cover whole pages.
+// The thread's page-aligned scratch buffer (O_DIRECT writes, reads that do not cover whole
+// pages), kept at the largest size asked; one use at a time.
 char* Scratch(size_t n) {
-  thread_local std::vector<char> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
-
-// A per-thread page-aligned buffer for O_DIRECT writes; kept at the largest size asked.
-char* AlignedScratch(size_t n) {
+  n = (n + f::kPageSize - 1) / f::kPageSize * f::kPageSize;
   struct Buffer {
     char* p = nullptr;
     size_t size = 0;
@@ -250,7 +245,7 @@ absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
     // One page-aligned buffer: header, zeros, data, zeros to the next page; the file is cut to
     // its size after. O_DIRECT wants buffer, offset and length aligned.
     const size_t total = (data_off + data.size() + f::kPageSize - 1) / f::kPageSize * f::kPageSize;
-    char* buf = AlignedScratch(total);
+    char* buf = Scratch(total);
     std::memcpy(buf, header.data(), header.size());
     std::memset(buf + header.size(), 0, data_off - header.size());
     std::memcpy(buf + data_off, data.data(), data.size());
