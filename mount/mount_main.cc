@@ -84,6 +84,7 @@ int MountMain(int argc, char** argv) {
   fo.write_buffer = opts.write_buffer_size_mb << 20;
   fo.concurrent_writers = opts.concurrent_writers;
   fo.journal_max = opts.journal_max_kb << 10;
+  fo.journal_memory = opts.journal_memory_mb << 20;
   fo.sync_ahead = opts.sync_ahead_kb << 10;
   fo.unlink_behind = opts.unlink_behind;
   fo.read_ahead = opts.read_ahead_mb << 20;

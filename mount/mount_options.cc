@@ -35,6 +35,9 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("journalMaxKB", &o.journal_max_kb,
             "an fsync of at most this many dirty KiB of a file journals them with its metadata (one device "
             "flush); 0 = never");
+  flags.Add("journalMemoryMB", &o.journal_memory_mb,
+            "journaled bytes (see -journalMaxKB) kept in memory to read them back, in MiB; past it a file reads "
+            "them from the filer again");
   flags.Add("syncAheadKB", &o.sync_ahead_kb,
             "an fsync that commits new data also starts durable commits of other open files' small dirty data "
             "(each within -journalMaxKB), up to this many KiB in all, so their own fsyncs find it done and the "
@@ -82,6 +85,9 @@ absl::Status ValidateMountOptions(MountOptions& o) {
     return absl::InvalidArgumentError(kelp::StrCat("-umask \"", o.umask, "\" is not an octal mode like 022"));
   }
   if (o.journal_max_kb > 1024) return absl::InvalidArgumentError("-journalMaxKB must be at most 1024");
+  if (o.journal_memory_mb < 1 || o.journal_memory_mb > (1 << 20)) {
+    return absl::InvalidArgumentError("-journalMemoryMB must be between 1 and 1048576");
+  }
   if (o.attr_timeout < 0 || o.entry_timeout < 0) {
     return absl::InvalidArgumentError("-attrTimeout and -entryTimeout must not be negative");
   }

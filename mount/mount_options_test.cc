@@ -52,6 +52,11 @@ TEST_CASE("flag values out of range are clear errors naming the flag") {
   CHECK(ValidateMountOptions(o).ok());
   o.concurrent_writers = 0;
   CHECK(std::string(ValidateMountOptions(o).message()).find("-concurrentWriters") != std::string::npos);
+  o.concurrent_writers = 8;
+  o.journal_memory_mb = 0;
+  CHECK(std::string(ValidateMountOptions(o).message()).find("-journalMemoryMB") != std::string::npos);
+  o.journal_memory_mb = 64;
+  CHECK(ValidateMountOptions(o).ok());
   rmdir(tmpl);
 }
 

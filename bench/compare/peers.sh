@@ -275,5 +275,7 @@ teardown_kelp() {
   stop_pid "$d/mount.pid"
   unmount_dir "$MNT_ROOT/kelp"
   stop_pid "$d/server.pid"
+  # The logs stay with the results (the mount's last "cache:" line sums up its read cache).
+  [ -n "${OUT:-}" ] && for f in mount server; do cp "$d/$f.log" "$OUT/kelp-$f.log" 2>/dev/null; done
   rm -rf "$d"
 }

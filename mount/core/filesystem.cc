@@ -47,7 +47,7 @@ Filesystem::Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, F
   file_ctx_.chunk_size = opts_.chunk_size;
   file_ctx_.max_inline = opts_.max_inline;
   file_ctx_.journal_max = opts_.journal_max;
-  file_ctx_.journal_memory = opts_.write_buffer;
+  file_ctx_.journal_memory = opts_.journal_memory;
   file_ctx_.on_attr = [this](const Attr& a) {
     cache_.PutAttr(a);
     inodes_.SetCachedVersion(a.ino(), a.version());
