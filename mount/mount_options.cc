@@ -36,8 +36,8 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
             "an fsync of at most this many dirty KiB of a file journals them with its metadata (one device "
             "flush); 0 = never");
   flags.Add("journalMemoryMB", &o.journal_memory_mb,
-            "journaled bytes (see -journalMaxKB) kept in memory to read them back, in MiB; past it a file reads "
-            "them from the filer again");
+            "journaled bytes (see -journalMaxKB) kept in memory to read them back, in MiB; past it they go to "
+            "the read cache (without one, a file reads them from the filer again)");
   flags.Add("syncAheadKB", &o.sync_ahead_kb,
             "an fsync that commits new data also starts durable commits of other open files' small dirty data "
             "(each within -journalMaxKB), up to this many KiB in all, so their own fsyncs find it done and the "

@@ -37,7 +37,7 @@ struct MountOptions {
   // them back, in MiB; past it a file drops its copy and fetches its journaled bytes from the
   // filer again. Below the filer's unmoved journal (about 10 s of such writes) every commit
   // past the bound reloads a file. Default: 1024.
-  uint64_t journal_memory_mb = 1024;
+  uint64_t journal_memory_mb = 256;
   uint64_t sync_ahead_kb = 1024;
   uint64_t unlink_behind = 64;
   // Replication of new chunks ("xyz", as SeaweedFS); empty = the filer's default.

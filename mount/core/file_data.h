@@ -40,6 +40,7 @@
 #include "mount/core/clients.h"
 #include "mount/core/dirty_buffer.h"
 #include "mount/core/write_budget.h"
+#include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "shared/thread_pool.h"
 
@@ -72,6 +73,9 @@ class VolumeSet {
   std::thread writeback_;
 };
 
+// A random tag for FileContext::journal_cache_tag.
+std::string NewJournalCacheTag();
+
 // Services every FileData of a mount shares. Owned by the Filesystem; outlives every FileData.
 struct FileContext {
   FilerClient* meta = nullptr;
@@ -89,9 +93,21 @@ struct FileContext {
   // 0 = never. At most filer::kMaxJournalCommit.
   uint64_t journal_max = 256 << 10;
   // Bytes of journaled chunks the mount's files may hold in memory in all; past it a file
-  // forgets its copy and reads them back from the filer (GetChunks) when needed.
+  // that commits (or loads its chunk list) moves its committed ones to the read cache
+  // (fetcher->cache()), or without one forgets them and reads them back from the filer
+  // (GetChunks) when needed.
   uint64_t journal_memory = 256 << 20;
   std::atomic<uint64_t> journal_held{0};
+  // Names journaled bytes in the read cache: "<tag><ino>.<seq>.<size>". A (seq, size) of an
+  // inode names the same bytes for good (seqs are never reused, a truncate changes the size),
+  // and the tag is random per mount, so an entry an earlier run left in the cache directory,
+  // maybe of another filesystem, is never read.
+  std::string journal_cache_tag = NewJournalCacheTag();
+  Counter* journal_spilled = MetricsRegistry::Default().GetCounter(
+      "kelp_mount_journal_spilled_bytes_total", "journaled bytes moved from memory to the read cache");
+  Counter* journal_reloads = MetricsRegistry::Default().GetCounter(
+      "kelp_mount_journal_reloads_total",
+      "reads that found journaled bytes neither in memory nor in the read cache and loaded the chunk list again");
   // Called (without locks) with the attributes a commit returned.
   std::function<void(const Attr&)> on_attr;
 };
@@ -208,6 +224,12 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // Journaled bytes held for chunk seq (a commit moves them from a pending seq to the filer's).
   void HoldJournalLocked(uint64_t seq, std::shared_ptr<const std::string> data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropJournalLocked(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Past FileContext::journal_memory: moves the committed journaled bytes this file holds to
+  // the read cache (stored before they leave memory, so no reader misses them in between).
+  // Bytes the cache refuses are dropped too (read back from the filer when needed) if
+  // drop_refused, else kept (a reader that just loaded them is about to use them).
+  void SpillJournal(bool drop_refused);
+  std::string JournalCacheKey(uint64_t seq, uint64_t size) const;
 
   // ---- file_read.cc ----
   absl::Status EnsureLoaded();

@@ -7,9 +7,12 @@
 #include <random>
 #include <thread>
 
+#include "mount/cache/tiered_cache.h"
 #include "mount/testing/fake_blob_store.h"
+#include "mount/testing/test_cache.h"
 #include "mount/testing/test_filer.h"
 #include "shared/status.h"
+#include "shared/testing/temp_dir.h"
 
 namespace kelp::mount {
 namespace {
@@ -470,6 +473,81 @@ TEST_CASE("journaled bytes the filer moved to a blob read the same, and so do on
   // reading its own copy or the filer's, both the same bytes.
   REQUIRE(ReadAll(*f, model.size()) == model);
   env.filer.core()->SetBlobStore(nullptr);
+}
+
+// Past the memory bound, journaled bytes go to the read cache: read back without the chunk
+// list's reload (which carries every not-yet-moved journaled byte of the file), and a cache
+// that does not have them costs one reload, not a wrong byte.
+TEST_CASE("journaled bytes past the memory bound are read back from the read cache, not reloaded") {
+  Env env(4 << 20, 64 << 20, 0);
+  kelp::testing::TempDir dir("kelp-journal-cache");
+  auto opened = cache::TieredCache::Open(TestCacheOptions(dir.path()));
+  REQUIRE(opened.ok());
+  std::unique_ptr<cache::TieredCache> cache = std::move(*opened);
+  ChunkFetcher fetcher(&env.blobs, cache.get(), nullptr, ChunkFetcher::Options{});
+  env.ctx.fetcher = &fetcher;
+  env.ctx.journal_memory = 8 << 10;
+  const uint64_t spilled0 = env.ctx.journal_spilled->value(), reloads0 = env.ctx.journal_reloads->value();
+  auto f = env.Open();
+  std::string model;
+  for (int i = 0; i < 12; ++i) {
+    std::string d(3000, static_cast<char>('A' + i));
+    const uint64_t off = (i % 2 == 0) ? i * 2000 : 100000 + i * 5000;  // overlapping, and apart
+    REQUIRE(f->Write(off, d).ok());
+    model.resize(std::max<size_t>(model.size(), off + d.size()), '\0');
+    model.replace(off, d.size(), d);
+    REQUIRE(f->Flush(true).ok());
+    REQUIRE(ReadAll(*f, model.size()) == model);
+  }
+  CHECK(env.blobs.puts() == 0);
+  CHECK(env.ctx.journal_held.load() <= env.ctx.journal_memory);
+  CHECK(env.ctx.journal_spilled->value() - spilled0 >= 12 * 3000 - env.ctx.journal_memory);
+  // No read loaded the chunk list (the file was new here): every one found the bytes in
+  // memory or in the cache.
+  CHECK(env.filer.calls(FilerMethod::kGetChunks) == 0);
+  CHECK(env.ctx.journal_reloads->value() == reloads0);
+
+  // Another mount sharing the cache directory's entries (another tag) never reads this one's:
+  // it loads the bytes from the filer, and over its bound spills them under its own tag.
+  FileContext other;
+  other.meta = env.ctx.meta;
+  other.blobs = env.ctx.blobs;
+  other.fetcher = env.ctx.fetcher;
+  other.budget = env.ctx.budget;
+  other.uploads = env.ctx.uploads;
+  other.chunk_size = env.ctx.chunk_size;
+  other.max_inline = env.ctx.max_inline;
+  other.journal_memory = env.ctx.journal_memory;
+  REQUIRE(other.journal_cache_tag != env.ctx.journal_cache_tag);
+  {
+    FileData g(&other, *env.filer.client()->GetAttr(env.attr.ino()));
+    REQUIRE(ReadAll(g, model.size()) == model);
+    CHECK(env.filer.calls(FilerMethod::kGetChunks) == 1);
+    CHECK(other.journal_held.load() <= other.journal_memory);
+    REQUIRE(ReadAll(g, model.size()) == model);
+    CHECK(env.filer.calls(FilerMethod::kGetChunks) == 1);
+  }
+
+  // A cache that does not take them: dropped at the commit, and the read reloads them once.
+  struct FullCache : ChunkCache {
+    bool Read(std::string_view, uint64_t, uint64_t, size_t, char*) override { return false; }
+    size_t Insert(std::string_view, uint64_t, uint64_t, std::string_view) override { return 0; }
+    uint64_t BlockSize(uint64_t blob_size) const override { return blob_size; }
+    void Forget(std::string_view, uint64_t) override {}
+  } full;
+  ChunkFetcher no_room(&env.blobs, &full, nullptr, ChunkFetcher::Options{});
+  env.ctx.fetcher = &no_room;
+  REQUIRE(f->Write(50000, std::string(3000, 'z')).ok());
+  model.replace(50000, 3000, std::string(3000, 'z'));
+  REQUIRE(f->Flush(true).ok());
+  const uint64_t loads = env.filer.calls(FilerMethod::kGetChunks);
+  REQUIRE(ReadAll(*f, model.size()) == model);
+  CHECK(env.filer.calls(FilerMethod::kGetChunks) == loads + 1);
+  CHECK(env.ctx.journal_reloads->value() == reloads0 + 1);
+  REQUIRE(ReadAll(*f, model.size()) == model);
+  CHECK(env.filer.calls(FilerMethod::kGetChunks) == loads + 1);
+  env.ctx.fetcher = &env.fetcher;
+  cache->Close();
 }
 
 TEST_CASE("a journaled commit that fails keeps the bytes for the next flush") {

@@ -39,9 +39,12 @@ absl::Status FileData::EnsureLoaded() {
     }
     auto resp = ctx_->meta->GetChunks(ino_);
     if (!resp.ok()) return resp.status();
-    MutexLock lock(mu_);
-    if (load_generation_ != gen || resp->attr().version() < known_version_) continue;  // raced a change
-    LoadViewLocked(*resp);
+    {
+      MutexLock lock(mu_);
+      if (load_generation_ != gen || resp->attr().version() < known_version_) continue;  // raced a change
+      LoadViewLocked(*resp);
+    }
+    if (ctx_->journal_held.load() > ctx_->journal_memory) SpillJournal(false);
     return absl::OkStatus();
   }
   return absl::UnavailableError("file content changed while loading it; try again");
@@ -125,13 +128,19 @@ absl::Status FileData::FillFromIntervals(const Resolved& res, uint64_t offset, u
           break;
         case filer::VisibleInterval::Source::kChunk: {
           uint64_t boff = v.blob_offset + (pos - v.offset);
-          if (v.chunk->fid().empty()) {  // journaled: its bytes are held here
+          if (v.chunk->fid().empty()) {  // journaled: its bytes are held here or in the read cache
             auto j = std::lower_bound(res.journal.begin(), res.journal.end(), v.chunk->seq(),
                                       [](const auto& e, uint64_t seq) { return e.first < seq; });
-            if (j == res.journal.end() || j->first != v.chunk->seq() || boff + len > j->second->size()) {
+            if (j != res.journal.end() && j->first == v.chunk->seq() && boff + len <= j->second->size()) {
+              std::memcpy(out, j->second->data() + boff, len);
+              break;
+            }
+            ChunkCache* cache = ctx_->fetcher->cache();
+            uint64_t size = v.chunk->blob_size();
+            if (cache == nullptr || size == 0 ||
+                !cache->Read(JournalCacheKey(v.chunk->seq(), size), size, boff, len, out)) {
               return absl::AbortedError("journaled bytes no longer held");  // Read reloads
             }
-            std::memcpy(out, j->second->data() + boff, len);
             break;
           }
           absl::Status s = ctx_->fetcher->Read(v.chunk->fid(), v.chunk->blob_size(), boff, len, out, sequential);
@@ -194,7 +203,9 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
     covered = Merge(std::move(covered));
     absl::Status s = FillFromIntervals(*res, offset, n, dst, covered, sequential);
     if (s.code() == absl::StatusCode::kAborted && attempt < 5) {
-      // This mount let go of journaled bytes it resolved (memory bound): load them again.
+      // This mount let go of journaled bytes it resolved (memory bound) and the read cache
+      // does not have them: load them again.
+      ctx_->journal_reloads->Inc();
       MarkStale();
       continue;
     }

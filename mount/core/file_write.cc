@@ -445,9 +445,9 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest
     known_version_ = std::max(known_version_, new_version);
     if (!HasLocalChangesLocked()) mtime_ns_ = 0;
     resolved_.reset();
-    // The mount's files hold too many journaled bytes: this one reads them back when needed.
-    if (ctx_->journal_held.load() > ctx_->journal_memory) ClearViewLocked();
   }
+  // The mount's files hold too many journaled bytes: this one's go to the read cache.
+  if (ctx_->journal_held.load() > ctx_->journal_memory) SpillJournal(true);
   if (ctx_->on_attr) ctx_->on_attr(resp->attr());
   return absl::OkStatus();
 }

@@ -68,8 +68,9 @@ struct FsOptions {
   // An fsync of at most this many dirty bytes of a file journals them in its commit (one
   // device flush, at the filer); 0 = never (-journalMaxKB).
   uint64_t journal_max = 256 << 10;
-  // Journaled bytes the mount's files keep in memory to read back (-journalMemoryMB).
-  uint64_t journal_memory = uint64_t{1} << 30;
+  // Journaled bytes the mount's files keep in memory to read back (-journalMemoryMB); past
+  // it they go to the read cache.
+  uint64_t journal_memory = 256 << 20;
   // An fsync that commits new data starts durable commits of other open files whose dirty
   // data an fsync would journal, up to this many bytes in all (-syncAheadKB); 0 = never.
   uint64_t sync_ahead = 1 << 20;
