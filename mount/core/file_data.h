@@ -234,6 +234,10 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // ---- file_read.cc ----
   absl::Status EnsureLoaded();
   std::shared_ptr<const Resolved> ResolvedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the committed chunks (and journaled bytes) that r shows nowhere: newer chunks cover
+  // them, so a file rewritten in place by many small commits keeps a chunk list (and a
+  // rebuild after each commit) the size of what is visible, not of its history.
+  void PruneShadowedLocked(const Resolved& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The steps of Read: copy what the memory layers hold (returning the ranges they covered),
   // fill the rest from the visible intervals, start read-ahead, zero what lies past them.
   void OverlayMemoryLocked(uint64_t offset, uint64_t n, char* dst, std::vector<std::pair<uint64_t, uint64_t>>* covered)

@@ -70,8 +70,34 @@ std::shared_ptr<const FileData::Resolved> FileData::ResolvedLocked() {
   r->journal.erase(std::unique(r->journal.begin(), r->journal.end(),
                                [](const auto& a, const auto& b) { return a.first == b.first; }),
                    r->journal.end());
+  PruneShadowedLocked(*r);
   resolved_ = r;
   return r;
+}
+
+void FileData::PruneShadowedLocked(const Resolved& r) {
+  // Only with nothing pending: a committed chunk hidden by pending ones alone must stay while
+  // those may still fail to commit.
+  if (!pending_.empty() || committed_.empty()) return;
+  std::vector<bool> visible(committed_.size(), false);
+  for (const filer::VisibleInterval& v : r.intervals) {
+    if (v.source != filer::VisibleInterval::Source::kChunk) continue;
+    size_t i = static_cast<size_t>(v.chunk - r.chunks.data());
+    if (i < visible.size()) visible[i] = true;
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < committed_.size(); ++i) {
+    const filer::Chunk& c = committed_[i];
+    // Newer chunks cover every byte of it below the size: no read ever reaches it again (a
+    // chunk reaching past the size is kept, the size may grow back over it).
+    if (!visible[i] && c.offset() + c.size() <= size_) {
+      if (c.fid().empty()) DropJournalLocked(c.seq());
+      continue;
+    }
+    if (out != i) committed_[out] = std::move(committed_[i]);
+    ++out;
+  }
+  committed_.resize(out);
 }
 
 void FileData::OverlayMemoryLocked(uint64_t offset, uint64_t n, char* dst, Ranges* covered) {
