@@ -8,7 +8,8 @@
 #   - a corrupted entry file still reads correct data (checksum failure counted, refetched);
 #   - -cacheCapacityMB=0 creates nothing under -cacheDir;
 #   - a long random-read workload keeps `du -s` of the cache dir within -cacheCapacityMB;
-#   - two mounts without -cacheDir each get a disk cache of their own (issue 16).
+#   - two mounts without -cacheDir each get a disk cache of their own (issue 16);
+#   - journaled bytes past -journalMemoryMB are read back from the cache, not reloaded (issue 13).
 # Usage: mount_cache_test.sh KELP_BINARY. Exit: 0 passed, 1 failed, 77 skipped.
 set -uo pipefail
 KELP=${1:-}
@@ -220,6 +221,46 @@ test_two_default_mounts_each_get_a_cache() {
   do_unmount "$b"
 }
 check two_default_mounts_each_get_a_cache
+
+test_journaled_bytes_past_the_memory_bound_read_from_cache() {
+  local j=$T/j jp=$(free_port) spilled reloads
+  cd /
+  do_mount "$j" -cacheCapacityMB=64 -cacheDir="$T/jcache" -metricsPort="$jp" -journalMemoryMB=1
+  # A 4 MiB file rewritten by 16 KiB writes, each fsynced (so journaled in its commit, about
+  # 6 MiB in all against a 1 MiB bound), read back whole with the kernel's copy dropped.
+  python3 - "$j/db" <<'PY'
+import os, random, sys
+random.seed(9)
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+model = bytearray(os.urandom(4 << 20))
+os.pwrite(fd, model, 0)
+os.fsync(fd)
+for i in range(400):
+    off = random.randrange(0, 256) * 16384
+    block = os.urandom(16384)
+    os.pwrite(fd, block, off)
+    model[off:off + 16384] = block
+    os.fsync(fd)
+    if i % 50 == 49:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        got = os.pread(fd, len(model), 0)
+        assert got == bytes(model), "read back differs after %d writes" % (i + 1)
+os.close(fd)
+open(sys.argv[1] + ".sha", "w").write(__import__("hashlib").sha256(model).hexdigest())
+PY
+  spilled=$(metric "127.0.0.1:$jp" kelp_mount_journal_spilled_bytes_total)
+  reloads=$(metric "127.0.0.1:$jp" kelp_mount_journal_reloads_total)
+  echo "journaled bytes moved to the cache: $spilled, chunk list reloads for them: $reloads"
+  test "$spilled" -gt $((1 << 20))
+  expect "reloads" "$reloads" 0
+  do_unmount "$j"
+  # Another mount (no cache) reads what the filer has: the same bytes.
+  do_mount "$j" -cacheCapacityMB=0
+  expect "sha256 through a new mount" "$(sha256sum <"$j/db" | cut -d' ' -f1)" "$(cat "$j/db.sha")"
+  rm -f "$j/db" "$j/db.sha"
+  do_unmount "$j"
+}
+check journaled_bytes_past_the_memory_bound_read_from_cache
 
 cd /
 do_unmount "$C" || true
