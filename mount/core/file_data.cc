@@ -84,8 +84,14 @@ FileData::FileData(FileContext* ctx, const Attr& attr)
 
 FileData::~FileData() {
   HandOverUnsynced();
-  MutexLock lock(mu_);
-  ctx_->journal_held -= journal_bytes_;
+  std::vector<std::pair<uint64_t, uint64_t>> spilled;
+  {
+    MutexLock lock(mu_);
+    ctx_->journal_held -= journal_bytes_;
+    spilled.assign(spilled_.begin(), spilled_.end());
+    spilled.insert(spilled.end(), unspill_.begin(), unspill_.end());
+  }
+  Unspill(spilled);
 }
 
 void FileData::HandOverUnsynced() {
@@ -162,8 +168,20 @@ void FileData::SpillJournal(bool drop_refused) {
     ++k;
     auto it = journal_.find(held[i].first);
     if (it != journal_.end() && it->second == held[i].second) DropJournalLocked(held[i].first);
+    spilled_[held[i].first] = held[i].second->size();  // (a refused one costs a no-op forget)
   }
   resolved_.reset();
+}
+
+void FileData::Unspill(const std::vector<std::pair<uint64_t, uint64_t>>& entries) {
+  if (entries.empty()) return;
+  google::protobuf::RepeatedPtrField<filer::FreedBlob> names;
+  for (const auto& [seq, size] : entries) {
+    filer::FreedBlob* b = names.Add();
+    b->set_fid(JournalCacheKey(seq, size));
+    b->set_size(size);
+  }
+  ctx_->fetcher->Forget(names);
 }
 
 void FileData::ClearViewLocked() {

@@ -230,6 +230,8 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // drop_refused, else kept (a reader that just loaded them is about to use them).
   void SpillJournal(bool drop_refused);
   std::string JournalCacheKey(uint64_t seq, uint64_t size) const;
+  // Drops these spilled entries (seq, size) from the read cache (in the background).
+  void Unspill(const std::vector<std::pair<uint64_t, uint64_t>>& entries);
 
   // ---- file_read.cc ----
   absl::Status EnsureLoaded();
@@ -300,6 +302,12 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // their total (counted in FileContext::journal_held).
   std::map<uint64_t, std::shared_ptr<const std::string>> journal_ ABSL_GUARDED_BY(mu_);
   uint64_t journal_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Journaled bytes SpillJournal put in the read cache, by chunk seq: their size. Dropped from
+  // the cache when no read of this file can reach them any more (a newer chunk covers them, or
+  // this FileData goes), so they do not crowd out live data until evicted.
+  std::map<uint64_t, uint64_t> spilled_ ABSL_GUARDED_BY(mu_);
+  // Spilled entries to drop from the cache, taken by the next read (outside mu_).
+  std::vector<std::pair<uint64_t, uint64_t>> unspill_ ABSL_GUARDED_BY(mu_);
 
   DirtyBuffer dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;

@@ -490,9 +490,10 @@ TEST_CASE("journaled bytes past the memory bound are read back from the read cac
   const uint64_t spilled0 = env.ctx.journal_spilled->value(), reloads0 = env.ctx.journal_reloads->value();
   auto f = env.Open();
   std::string model;
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0; i < 13; ++i) {
     std::string d(3000, static_cast<char>('A' + i));
-    const uint64_t off = (i % 2 == 0) ? i * 2000 : 100000 + i * 5000;  // overlapping, and apart
+    // Near each other, and apart; the last one covers the first.
+    const uint64_t off = i == 12 ? 0 : (i % 2 == 0) ? i * 2000 : 100000 + i * 5000;
     REQUIRE(f->Write(off, d).ok());
     model.resize(std::max<size_t>(model.size(), off + d.size()), '\0');
     model.replace(off, d.size(), d);
@@ -501,11 +502,16 @@ TEST_CASE("journaled bytes past the memory bound are read back from the read cac
   }
   CHECK(env.blobs.puts() == 0);
   CHECK(env.ctx.journal_held.load() <= env.ctx.journal_memory);
-  CHECK(env.ctx.journal_spilled->value() - spilled0 >= 12 * 3000 - env.ctx.journal_memory);
+  CHECK(env.ctx.journal_spilled->value() - spilled0 >= 13 * 3000 - env.ctx.journal_memory);
   // No read loaded the chunk list (the file was new here): every one found the bytes in
   // memory or in the cache.
   CHECK(env.filer.calls(FilerMethod::kGetChunks) == 0);
   CHECK(env.ctx.journal_reloads->value() == reloads0);
+  const auto small = [&] { return cache->GetStats().tiers[static_cast<int>(cache::Tier::kSmall)]; };
+  // The last write covers the first: a resolution let its chunk (and cache entry) go.
+  CHECK(small().forgotten >= 1);
+  const uint64_t spilled_entries = small().entries;
+  CHECK(spilled_entries >= 6);
 
   // Another mount sharing the cache directory's entries (another tag) never reads this one's:
   // it loads the bytes from the filer, and over its bound spills them under its own tag.
@@ -526,7 +532,10 @@ TEST_CASE("journaled bytes past the memory bound are read back from the read cac
     CHECK(other.journal_held.load() <= other.journal_memory);
     REQUIRE(ReadAll(g, model.size()) == model);
     CHECK(env.filer.calls(FilerMethod::kGetChunks) == 1);
+    CHECK(small().entries > spilled_entries);
   }
+  // Gone with the FileData that put them there: no read can reach them any more.
+  CHECK(small().entries == spilled_entries);
 
   // A cache that does not take them: dropped at the commit, and the read reloads them once.
   struct FullCache : ChunkCache {

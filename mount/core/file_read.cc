@@ -91,7 +91,13 @@ void FileData::PruneShadowedLocked(const Resolved& r) {
     // Newer chunks cover every byte of it below the size: no read ever reaches it again (a
     // chunk reaching past the size is kept, the size may grow back over it).
     if (!visible[i] && c.offset() + c.size() <= size_) {
-      if (c.fid().empty()) DropJournalLocked(c.seq());
+      if (c.fid().empty()) {
+        DropJournalLocked(c.seq());
+        if (auto s = spilled_.find(c.seq()); s != spilled_.end()) {
+          unspill_.emplace_back(*s);
+          spilled_.erase(s);
+        }
+      }
       continue;
     }
     if (out != i) committed_[out] = std::move(committed_[i]);
@@ -214,6 +220,7 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
     RETURN_IF_ERROR(EnsureLoaded());
     std::shared_ptr<const Resolved> res;
     Ranges covered;
+    std::vector<std::pair<uint64_t, uint64_t>> unspill;
     uint64_t n;
     {
       MutexLock lock(mu_);
@@ -225,7 +232,9 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
       n = std::min<uint64_t>(len, size_ - offset);
       res = ResolvedLocked();
       OverlayMemoryLocked(offset, n, dst, &covered);
+      unspill.swap(unspill_);
     }
+    Unspill(unspill);
     covered = Merge(std::move(covered));
     absl::Status s = FillFromIntervals(*res, offset, n, dst, covered, sequential);
     if (s.code() == absl::StatusCode::kAborted && attempt < 5) {
