@@ -259,7 +259,6 @@ class Filesystem {
   // event stream can keep them current.
   DirListings listings_;
   const bool track_listings_;
-  InodeTable inodes_;
   WriteBudget budget_;
   std::unique_ptr<ThreadPool> upload_pool_;
   std::unique_ptr<ThreadPool> prefetch_pool_;
@@ -275,6 +274,9 @@ class Filesystem {
   Counter* unlinks_behind_failed_;
   std::unique_ptr<ChunkFetcher> fetcher_;
   FileContext file_ctx_;
+  // After what a FileData uses (the context, the fetcher, the budget): files still open when
+  // the Filesystem goes are destroyed before those.
+  InodeTable inodes_;
   FilerSession session_;
   std::unique_ptr<EventSubscriber> subscriber_;
   std::atomic<bool> stopped_{false};

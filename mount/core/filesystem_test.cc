@@ -568,6 +568,33 @@ TEST_CASE("the blobs of a file unlinked or renamed over leave the read cache") {
   cache.Close();
 }
 
+// A mount stopped with a file still open (an unmount under a program that never closed it):
+// the file's state goes while what it uses (the read cache's client, the counters) is still
+// there, and the journaled bytes it put in the cache leave with it.
+TEST_CASE("a file still open when the mount goes takes its spilled journaled bytes out of the cache") {
+  kelp::testing::TempDir dir{"kelp-fs-test"};
+  auto opened = cache::TieredCache::Open(TestCacheOptions(dir.path()));
+  REQUIRE(opened.ok());
+  cache::TieredCache& cache = **opened;
+  auto small_entries = [&] { return cache.GetStats().tiers[static_cast<int>(cache::Tier::kSmall)].entries; };
+  FsOptions o;
+  o.journal_memory = 4096;  // every commit past the first spills
+  auto e = std::make_unique<FsEnv>(o, &cache);
+  Caller c;
+  auto f = e->fs->Create(e->fs->root(), "db", 0644, O_CREAT | O_EXCL | O_RDWR, c);
+  REQUIRE(f.ok());
+  for (int i = 0; i < 8; ++i) {
+    REQUIRE(e->fs->Write(f->fh, i * 8192, std::string(8192, static_cast<char>('a' + i))).ok());
+    REQUIRE(e->fs->Fsync(f->fh, false).ok());
+  }
+  CHECK(ReadFh(*e->fs, f->fh, 8 * 8192).substr(7 * 8192) == std::string(8192, 'h'));
+  CHECK(small_entries() >= 6);
+  e->fs->Stop();
+  e.reset();  // "db" still open
+  CHECK(small_entries() == 0);
+  cache.Close();
+}
+
 TEST_CASE("an unlink behind that the filer refuses shows the name again") {
   FsEnv e;
   Caller c;
