@@ -34,9 +34,8 @@ struct MountOptions {
   // server first; 0 = always upload. At most 1024. Default: 256.
   uint64_t journal_max_kb = 256;
   // Bytes of journaled chunks (committed by such fsyncs) the mount keeps in memory to read
-  // them back, in MiB; past it a file drops its copy and fetches its journaled bytes from the
-  // filer again. Below the filer's unmoved journal (about 10 s of such writes) every commit
-  // past the bound reloads a file. Default: 1024.
+  // them back, in MiB; past it they go to the read cache (without one, a file drops its copy
+  // and fetches its journaled bytes from the filer again). Default: 256.
   uint64_t journal_memory_mb = 256;
   uint64_t sync_ahead_kb = 1024;
   uint64_t unlink_behind = 64;
