@@ -58,12 +58,21 @@ std::unique_ptr<DiskCache> DiskCache::Open(const Config& config, CacheCounters* 
 }
 
 DiskCache::DiskCache(const Config& config, CacheCounters* counters, std::unique_ptr<CacheDir> dir)
-    : config_(config), counters_(counters), dir_(std::move(dir)), fs_block_(dir_->block_size()) {
+    : config_(config),
+      counters_(counters),
+      dir_(std::move(dir)),
+      fs_block_(dir_->block_size()),
+      max_spares_(MaxSpares(config)) {
   MutexLock lock(mu_);
   for (TierState& t : tiers_) t.policy = MakeEvictionPolicy(config_.eviction);
 }
 
 DiskCache::~DiskCache() { Close(); }
+
+size_t DiskCache::MaxSpares(const Config& config) {
+  uint64_t per_block = config.layout.large_block > 0 ? config.capacity_bytes / config.layout.large_block : 0;
+  return static_cast<size_t>(std::clamp<uint64_t>(per_block, 256, 16384));
+}
 
 void DiskCache::Load(ScanResult scan) {
   std::vector<Victim> victims;
@@ -183,7 +192,7 @@ void DiskCache::Unlink(std::vector<Victim> victims) {
     MutexLock lock(mu_);
     size_t held = spares_.size() + spares_claimed_;
     // Closing: nothing will reuse them.
-    room = held < kMaxSpares && !closed_.load() ? std::min(victims.size(), kMaxSpares - held) : 0;
+    room = held < max_spares_ && !closed_.load() ? std::min(victims.size(), max_spares_ - held) : 0;
     spares_claimed_ += room;
   }
   const size_t claimed = room;

@@ -130,8 +130,8 @@ class DiskCache {
   // Evicts until used + need fits in budget (or nothing is left to evict), appending victims.
   void EvictLocked(int for_tier, uint64_t need, uint64_t budget, std::vector<Victim>* victims)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Deletes victims' files (no lock held), then stops counting their bytes. Up to kMaxSpares
-  // of them, no longer open anywhere, are emptied and kept as spares instead.
+  // Deletes victims' files (no lock held), then stops counting their bytes. Up to
+  // MaxSpares() of them, no longer open anywhere, are emptied and kept as spares instead.
   void Unlink(std::vector<Victim> victims) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes published entry `it` of tier t out of the index (its bytes leave live_bytes) and
   // returns it as a victim; the caller counts its bytes as deleting if it unlinks it.
@@ -165,11 +165,15 @@ class DiskCache {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Entries whose file is kept open, oldest first (slots of entries gone since are skipped).
   std::deque<OpenFileSlot> open_files_ ABSL_GUARDED_BY(mu_);
-  // Evicted entries' files, emptied (SpareFileName), that the next inserts rename into place
-  // rather than create files: creating and deleting a file per block made ext4 without a
-  // journal search past every recently freed inode on each create. Removed by Close, or by
-  // the next open's scan after a crash.
-  static constexpr size_t kMaxSpares = 256;
+  // Evicted and forgotten entries' files, emptied (SpareFileName), that the next inserts
+  // rename into place rather than create files: creating and deleting a file per block made
+  // ext4 without a journal search past every recently freed inode on each create. Removed by
+  // Close, or by the next open's scan after a crash.
+  //
+  // At most one per large block of the capacity (a deleted 1 GiB file's entries wait for the
+  // next 1 GiB written), between 256 and 16,384: an empty file holds no data blocks.
+  static size_t MaxSpares(const Config& config);
+  const size_t max_spares_;
   struct Spare {
     Tier tier;
     uint64_t id;

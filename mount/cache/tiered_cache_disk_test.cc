@@ -174,6 +174,40 @@ TEST_CASE("evicted entries' files are emptied and reused, and no spare outlives 
   CHECK(out == BlobBytes(fid(99), 0, 4096));
 }
 
+TEST_CASE("a deleted blob's entries wait as spares for the next writes (up to one per large block of the capacity)") {
+  TempDir tmp;
+  std::string dir = tmp.Sub("c");
+  CacheOptions o = TestOptions(dir, 200 * kMiB);  // room for 800 spares: more than 256
+  o.memory_bytes = 0;
+  auto cache = MustOpen(o);
+  std::string out;
+  auto fid = [](int i) { return "15,s" + std::to_string(i); };
+  constexpr int kBlocks = 300;
+  for (int i = 0; i < kBlocks; ++i) REQUIRE_FALSE(ReadThrough(*cache, fid(i), 4 * kMiB, 0, 4096, &out));
+  for (int i = 0; i < kBlocks; ++i) cache->Forget(fid(i), 4 * kMiB);
+  size_t spares = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/large")) {
+    if (e.path().filename().string().starts_with("spare-")) {
+      ++spares;
+      CHECK(e.file_size() == 0);
+    }
+  }
+  CHECK(spares == kBlocks);
+  for (int i = 0; i < kBlocks; ++i) {
+    REQUIRE_FALSE(ReadThrough(*cache, fid(kBlocks + i), 4 * kMiB, 0, 4096, &out));
+    REQUIRE(out == BlobBytes(fid(kBlocks + i), 0, 4096));
+  }
+  CacheStats s = cache->GetStats();
+  INFO(s.Summary());
+  CHECK(s.tiers[2].forgotten == kBlocks);
+  CHECK(s.files_reused == kBlocks);  // no file created for them
+  CHECK(s.disk_errors == 0);
+  for (int i = 0; i < kBlocks; i += 37) {
+    CHECK(ReadThrough(*cache, fid(kBlocks + i), 4 * kMiB, 200000, 8192, &out));
+    CHECK(out == BlobBytes(fid(kBlocks + i), 200000, 8192));
+  }
+}
+
 TEST_CASE("a corrupted entry is a miss, is dropped, and a re-insert heals it") {
   TempDir tmp;
   CacheOptions o = TestOptions(tmp.path(), 64 * kMiB);
