@@ -13,7 +13,7 @@ constexpr const char* kMethodNames[] = {
     "Unlink",    "Rmdir",       "Rename",       "SetAttr",     "GetXattr",    "SetXattr", "ListXattr",
     "RemoveXattr", "StatFs",    "GetChunks",    "CommitChunks", "WriteInline", "Fsync",   "OpenSession",
     "KeepAlive", "Open",        "Release",      "Assign",      "LookupVolume", "Subscribe", "ResolvePath",
-    "UnlinkBatch"};
+    "UnlinkBatch", "CommitBatch"};
 constexpr size_t kMethods = sizeof(kMethodNames) / sizeof(kMethodNames[0]);
 static_assert(kMethods == MethodNumber(kLastFilerMethod) + 1, "a name for every method of filer_methods.h");
 
@@ -377,8 +377,94 @@ absl::StatusOr<GetChunksResponse> FilerClient::GetChunks(uint64_t ino) {
   return Call<GetChunksResponse>(FilerMethod::kGetChunks, req, Kind::kRead);
 }
 
+// What one CommitBatch carries at most: the filer's limit (FilerRpcService::kMaxCommitBatch),
+// and about 16 MiB (a commit journals at most 1 MiB).
+constexpr size_t kCommitBatchMax = 64;
+constexpr size_t kCommitBatchBytes = 16 << 20;
+// Batches out at once: with one, each batch waited for the one before it and its WAL sync
+// (sysbench rndrw, 16 threads: 2,658 / 2,881 reads/s, against 3,111 / 3,357 with two).
+constexpr int kCommitsOut = 2;
+
 absl::StatusOr<CommitChunksResponse> FilerClient::CommitChunks(const CommitChunksRequest& req) {
-  return MaybeSync<CommitChunksResponse>(FilerMethod::kCommitChunks, req, req.sync(), true);
+  if (!req.sync()) return MaybeSync<CommitChunksResponse>(FilerMethod::kCommitChunks, req, false, true);
+  // Group commit, as RocksDB's write group does it: the first goes alone and at once, and so
+  // does a second; the ones that come while two are out wait, and the oldest of them takes all
+  // that are there when one returns. 40 files fsynced together were 40 calls, 40 hand-offs to a
+  // filer worker and 40 joins of a write group; now a few batches.
+  QueuedCommit me{&req, absl::UnknownError("not sent")};
+  std::vector<QueuedCommit*> batch;
+  {
+    MutexLock lock(commit_mu_);
+    commit_queue_.push_back(&me);
+    while (!me.done && (me.taken || commits_out_ >= kCommitsOut || commit_queue_.front() != &me)) {
+      commit_turn_.Wait(lock);
+    }
+    if (me.done) return std::move(me.result);
+    ++commits_out_;
+    size_t bytes = 0;
+    while (!commit_queue_.empty() && batch.size() < kCommitBatchMax) {
+      size_t b = commit_queue_.front()->req->ByteSizeLong();
+      if (!batch.empty() && bytes + b > kCommitBatchBytes) break;
+      bytes += b;
+      commit_queue_.front()->taken = true;
+      batch.push_back(commit_queue_.front());
+      commit_queue_.pop_front();
+    }
+  }
+  SendCommits(batch);
+  {
+    MutexLock lock(commit_mu_);
+    for (QueuedCommit* q : batch) q->done = true;
+    --commits_out_;
+  }
+  commit_turn_.NotifyAll();
+  return std::move(me.result);
+}
+
+void FilerClient::SendCommits(const std::vector<QueuedCommit*>& batch) {
+  if (batch.size() == 1 || no_commit_batch_.load()) {
+    for (QueuedCommit* q : batch) {
+      q->result = MaybeSync<CommitChunksResponse>(FilerMethod::kCommitChunks, *q->req, true, true);
+    }
+    return;
+  }
+  CommitBatchRequest req;
+  for (const QueuedCommit* q : batch) *req.add_commits() = *q->req;
+  ++synced_calls_;
+  uint64_t covered = mutations_.load();
+  auto r = Call<CommitBatchResponse>(FilerMethod::kCommitBatch, req, Kind::kOnce);
+  if (r.status().code() == absl::StatusCode::kUnimplemented) {
+    no_commit_batch_ = true;  // a filer older than CommitBatch: nothing was applied
+    return SendCommits(batch);
+  }
+  if (r.ok() && static_cast<size_t>(r->results_size()) != batch.size()) {
+    r = absl::InternalError(kelp::StrCat("the filer answered ", r->results_size(), " results for ", batch.size(),
+                                         " commits"));
+  }
+  if (!r.ok()) {
+    for (QueuedCommit* q : batch) q->result = r.status();
+    mutations_.fetch_add(1);  // maybe applied, not known to be synced
+    return;
+  }
+  bool all_ok = true;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    CommitResult& res = *r->mutable_results(static_cast<int>(i));
+    if (res.errno_value() != 0) {
+      batch[i]->result = PosixError(res.errno_value(), res.error());
+      all_ok = false;
+    } else {
+      batch[i]->result = std::move(*res.mutable_done());
+    }
+  }
+  if (all_ok) {
+    MarkSynced(covered);
+  } else {
+    mutations_.fetch_add(1);
+  }
+}
+
+absl::StatusOr<CommitBatchResponse> FilerClient::CommitBatch(const CommitBatchRequest& req) {
+  return Call<CommitBatchResponse>(FilerMethod::kCommitBatch, req, Kind::kMutation);
 }
 
 absl::StatusOr<Attr> FilerClient::WriteInline(const WriteInlineRequest& req) {

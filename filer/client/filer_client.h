@@ -29,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,6 +41,7 @@
 #include "proto/cluster.pb.h"
 #include "proto/filer.pb.h"
 #include "shared/metrics.h"
+#include "shared/mutex.h"
 #include "shared/rpc/client.h"
 
 namespace kelp::filer {
@@ -119,7 +121,13 @@ class FilerClient {
   // ---- Data ----
   absl::StatusOr<StatFsResponse> StatFs();
   absl::StatusOr<GetChunksResponse> GetChunks(uint64_t ino);
+  // A commit with sync waits while two of this client's synced commits are out; the ones that
+  // waited go together next, as one CommitBatch (one handler and one WAL sync for all). Alone,
+  // it goes at once, as CommitChunks.
   absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req);
+  // Several commits in one call, each on its own: a result per commit, in order (the call's
+  // own status says only whether it reached the filer).
+  absl::StatusOr<CommitBatchResponse> CommitBatch(const CommitBatchRequest& req);
   absl::StatusOr<Attr> WriteInline(const WriteInlineRequest& req);
   absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync);
   // Makes this client's changes durable (the filer syncs its WAL), unless nothing is owed.
@@ -177,6 +185,15 @@ class FilerClient {
   absl::StatusOr<Resp> MaybeSync(FilerMethod m, const Req& req, bool sync, bool mutates);
   void MarkSynced(uint64_t covered);
   void CountCall(FilerMethod m);
+  // A synced commit waiting its turn (CommitChunks); result is set before done.
+  struct QueuedCommit {
+    const CommitChunksRequest* req;
+    absl::StatusOr<CommitChunksResponse> result;
+    bool taken = false;  // in a batch that is out
+    bool done = false;
+  };
+  // Sends the queued commits, as one CommitBatch when there are several, and sets their results.
+  void SendCommits(const std::vector<QueuedCommit*>& batch);
   // Moves from filer `from` to the next of the list (unless another thread moved already).
   void MoveOn(size_t from);
 
@@ -196,6 +213,12 @@ class FilerClient {
   std::atomic<uint64_t> synced_calls_{0};
   Counter* fsyncs_sent_metric_;
   Counter* fsyncs_skipped_metric_;
+  // Synced commits: the ones waiting, oldest first, and how many calls of them are out.
+  Mutex commit_mu_;
+  CondVar commit_turn_;
+  std::deque<QueuedCommit*> commit_queue_ ABSL_GUARDED_BY(commit_mu_);
+  int commits_out_ ABSL_GUARDED_BY(commit_mu_) = 0;
+  std::atomic<bool> no_commit_batch_{false};  // the filer answered CommitBatch UNIMPLEMENTED
 };
 
 }  // namespace kelp::filer

@@ -36,10 +36,11 @@ enum class FilerMethod : uint16_t {
   kSubscribe = 26,
   kResolvePath = 27,
   kUnlinkBatch = 28,
+  kCommitBatch = 29,
 };
 
 inline constexpr uint16_t MethodNumber(FilerMethod m) { return static_cast<uint16_t>(m); }
 // The highest number in use (a new method takes the next one and moves this).
-inline constexpr FilerMethod kLastFilerMethod = FilerMethod::kUnlinkBatch;
+inline constexpr FilerMethod kLastFilerMethod = FilerMethod::kCommitBatch;
 
 }  // namespace kelp::filer

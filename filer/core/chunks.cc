@@ -117,6 +117,10 @@ absl::Status FilerService::AttachJournal(uint64_t ino, GetChunksResponse* resp) 
 }
 
 absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChunksRequest& req) {
+  return CommitChunks(req, req.sync());
+}
+
+absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChunksRequest& req, bool sync) {
   uint64_t journaled = 0;
   for (const Chunk& c : req.chunks()) {
     RETURN_IF_ERROR(ValidateChunk(c));
@@ -127,10 +131,10 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunks(const CommitChun
   }
   if (req.attrs().valid() & SET_ATTR_SIZE) return PosixError(EINVAL, "a commit's attributes cannot set the size");
   if (req.min_size() > kMaxFileSize) return PosixError(EFBIG, "size too large");
-  return Transact([&] { return CommitChunksOnce(req); });
+  return Transact([&] { return CommitChunksOnce(req, sync); });
 }
 
-absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const CommitChunksRequest& req) {
+absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const CommitChunksRequest& req, bool sync) {
   const uint64_t ino = req.ino();
   const size_t n = static_cast<size_t>(req.chunks_size());
   CommitChunksResponse resp;
@@ -184,7 +188,7 @@ absl::StatusOr<CommitChunksResponse> FilerService::CommitChunksOnce(const Commit
     m.Emit(MakeEvent(EVENT_DATA, rec, rec.parent, ""));
     // A synced write, not a write and then a sync: concurrent synced writes share one WAL
     // fsync (RocksDB's write group), so 16 files fsynced at once cost a few device flushes.
-    RETURN_IF_ERROR(m.Commit(req.sync()));
+    RETURN_IF_ERROR(m.Commit(sync));
     *resp.mutable_attr() = rec.ToAttr();
     for (FreedBlob& b : m.FreedOf(ino)) *resp.add_freed() = std::move(b);
   }
@@ -298,5 +302,7 @@ absl::Status FilerService::Fsync(uint64_t ino) {
   RETURN_IF_ERROR(LoadInode(ino).status());
   return kv_->Sync();
 }
+
+absl::Status FilerService::SyncAll() { return kv_->Sync(); }
 
 }  // namespace kelp::filer

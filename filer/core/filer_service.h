@@ -162,12 +162,17 @@ class FilerService {
   // the same batch and the size becomes exactly the new chunks' reach (or min_size). attrs:
   // attribute changes applied after the chunks (no SIZE).
   absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req);
+  // The same with the WAL synced or not as `sync` says, whatever req.sync() (a batch of commits
+  // writes each unsynced and syncs once: SyncAll).
+  absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req, bool sync);
   // Replaces the content with data (at most kMaxInlineSize bytes), collecting every chunk.
   // attrs (may be null): attribute changes applied after the data, as SetAttr would (no SIZE).
   absl::StatusOr<Attr> WriteInline(uint64_t ino, std::string_view data, int64_t mtime_ns,
                                    bool sync, const SetAttrRequest* attrs = nullptr);
   // Syncs the WAL: every mutation acknowledged so far is durable.
   absl::Status Fsync(uint64_t ino);
+  // Syncs the WAL, for no inode in particular.
+  absl::Status SyncAll();
 
   // --- Journaled chunks (journal.cc) --------------------------------------------------
   // Where journaled bytes move to (the filer's blob client); until set, they stay in the store.
@@ -246,7 +251,7 @@ class FilerService {
   absl::Status SetXattrOnce(uint64_t ino, std::string_view name, std::string_view value,
                             uint32_t flags);
   absl::Status RemoveXattrOnce(uint64_t ino, std::string_view name);
-  absl::StatusOr<CommitChunksResponse> CommitChunksOnce(const CommitChunksRequest& req);
+  absl::StatusOr<CommitChunksResponse> CommitChunksOnce(const CommitChunksRequest& req, bool sync);
   absl::StatusOr<Attr> WriteInlineOnce(uint64_t ino, std::string_view data, int64_t mtime_ns, bool sync,
                                        const SetAttrRequest* attrs);
   absl::Status PurgeOrphanOnce(uint64_t ino, std::vector<FreedBlob>* freed);

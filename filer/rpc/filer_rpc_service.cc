@@ -221,6 +221,45 @@ void FilerRpcService::AddDataMethods() {
         return absl::OkStatus();
       },
       [](const CommitChunksRequest& req) { return req.sync() ? Exec::kWorker : Exec::kInline; });
+  service_.AddUnary<CommitBatchRequest, CommitBatchResponse>(
+      M(FilerMethod::kCommitBatch), "CommitBatch",
+      [this](const CommitBatchRequest& req, CommitBatchResponse* resp) -> absl::Status {
+        if (req.commits_size() > kMaxCommitBatch) {
+          return absl::InvalidArgumentError(kelp::StrCat("a commit batch holds at most ", kMaxCommitBatch, " commits"));
+        }
+        // Each commit written without a sync, then one sync for those that asked: the
+        // handler hand-offs and write groups of N synced commits, paid once.
+        bool sync = false;
+        for (const CommitChunksRequest& c : req.commits()) {
+          CommitResult* r = resp->add_results();
+          auto done = core_->CommitChunks(c, false);
+          if (!done.ok()) {
+            r->set_errno_value(ErrnoOf(done.status()));
+            r->set_error(std::string(done.status().message()));
+            continue;
+          }
+          *r->mutable_done() = std::move(*done);
+          sync |= c.sync();
+        }
+        if (!sync) return absl::OkStatus();
+        absl::Status s = core_->SyncAll();
+        if (s.ok()) return s;
+        // Applied, but not known to be durable: what a synced commit whose WAL sync failed answers.
+        for (int i = 0; i < req.commits_size(); ++i) {
+          CommitResult* r = resp->mutable_results(i);
+          if (!req.commits(i).sync() || r->errno_value() != 0) continue;
+          r->Clear();
+          r->set_errno_value(ErrnoOf(s));
+          r->set_error(std::string(s.message()));
+        }
+        return absl::OkStatus();
+      },
+      [](const CommitBatchRequest& req) {
+        for (const CommitChunksRequest& c : req.commits()) {
+          if (c.sync()) return Exec::kWorker;
+        }
+        return req.commits_size() <= 8 ? Exec::kInline : Exec::kWorker;
+      });
   service_.AddUnary<WriteInlineRequest, AttrResponse>(
       M(FilerMethod::kWriteInline), "WriteInline",
       [this](const WriteInlineRequest& req, AttrResponse* resp) -> absl::Status {

@@ -40,6 +40,8 @@ class FilerRpcService {
   static constexpr uint32_t kInlineReadDirLimit = 512;
   // Unlinks one UnlinkBatch call may carry.
   static constexpr int kMaxUnlinkBatch = 1024;
+  // Commits one CommitBatch call may carry.
+  static constexpr int kMaxCommitBatch = 64;
 
   // core is not owned and must outlive this.
   explicit FilerRpcService(FilerService* core, FilerRpcOptions options = {});
