@@ -300,7 +300,7 @@ absl::StatusOr<Attr> FilerService::WriteInlineOnce(uint64_t ino, std::string_vie
 
 absl::Status FilerService::Fsync(uint64_t ino) {
   RETURN_IF_ERROR(LoadInode(ino).status());
-  return kv_->Sync();
+  return SyncAll();
 }
 
 absl::Status FilerService::SyncAll() { return kv_->Sync(); }

@@ -349,6 +349,59 @@ TEST_CASE("filer client: synced commits from many threads go together in batches
   CHECK_FALSE(c.SyncOwed());
 }
 
+TEST_CASE("filer client: a filer without CommitBatch gets the waiting commits one by one") {
+  // A filer older than method 29: it serves CommitChunks only, and answers CommitBatch
+  // UNIMPLEMENTED (nothing applied), so the client sends what a batch would have carried singly.
+  Harness h("memory");
+  kelp::rpc::Service old;
+  old.AddUnary<CommitChunksRequest, CommitChunksResponse>(
+      MethodNumber(FilerMethod::kCommitChunks), "CommitChunks",
+      [&](const CommitChunksRequest& req, CommitChunksResponse* resp) -> absl::Status {
+        ASSIGN_OR_RETURN(*resp, h.fs->CommitChunks(req));
+        return absl::OkStatus();
+      },
+      [](const CommitChunksRequest&) { return kelp::rpc::Exec::kWorker; });
+  kelp::rpc::Server::Options o;
+  o.loop_threads = 1;
+  kelp::rpc::Server server(o, &old);
+  REQUIRE(server.Start().ok());
+  auto port = server.Listen("127.0.0.1", 0);
+  REQUIRE(port.ok());
+  FilerClient c("127.0.0.1:" + std::to_string(*port));
+  constexpr int kThreads = 8;
+  std::vector<uint64_t> inos;
+  for (int t = 0; t < kThreads; ++t) {
+    inos.push_back(h.Mkfile(1, "f" + std::to_string(t)));
+  }
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        CommitChunksRequest req;
+        req.set_ino(inos[t]);
+        Chunk* ch = req.add_chunks();
+        ch->set_offset(i * 4);
+        ch->set_size(4);
+        ch->set_data("abcd");
+        req.set_sync(true);
+        if (!c.CommitChunks(req).ok()) ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(failed.load() == 0);
+  for (uint64_t ino : inos) {
+    auto chunks = h.fs->GetChunks(ino);
+    REQUIRE(chunks.ok());
+    CHECK(chunks->chunks_size() == 10);  // every commit applied once, none lost to the refusal
+    CHECK(chunks->attr().size() == 40);
+  }
+  CHECK(c.calls(FilerMethod::kCommitChunks) == kThreads * 10);
+  CHECK(c.calls(FilerMethod::kCommitBatch) <= 1);  // refused once, then never sent again
+  server.Stop();
+}
+
 TEST_CASE("filer rpc: readdir pages through a big directory with stable cookies") {
   Harness h("memory");
   Server s(h.fs.get());
