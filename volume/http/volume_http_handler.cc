@@ -20,7 +20,6 @@ namespace {
 // verified in a streaming pass, then streamed.
 constexpr uint64_t kBufferedReadMax = 4 << 20;
 constexpr size_t kStreamChunk = 1 << 20;
-constexpr uint64_t kPartReadMin = 2 * BlockSums::kBlockSize;  // smaller needles are read whole
 
 std::string HexEtag(uint64_t checksum) { return fmt::format("{:016x}", checksum); }
 
@@ -137,9 +136,9 @@ void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const F
   std::string& buf = handle->size <= opts_.inline_read_max ? small_buf : large_buf;
   http::RangeRequest r = http::ParseRange(req.header("Range"), handle->size);
   // A part of a large needle: only the 64 KiB blocks it covers are read and checked, against
-  // the sums taken when the needle was first verified whole (Volume::ReadRange).
+  // the sums taken when the needle was written or first verified whole (Volume::ReadRange).
   const bool part_only = req.method() == "GET" && r.kind == http::RangeRequest::Kind::kPartial &&
-                         handle->size >= kPartReadMin;
+                         handle->size >= BlockSums::kMinNeedle;
   absl::StatusOr<DecodedNeedle> n = part_only ? v->ReadRange(*handle, fid.cookie, r.offset, r.length, &buf)
                                     : handle->size <= kBufferedReadMax ? v->Read(*handle, fid.cookie, &buf)
                                                                        : v->Verify(*handle, fid.cookie);

@@ -1,11 +1,12 @@
-// Sums of the 64 KiB blocks of needles whose whole checksum was verified, so that a ranged
-// read checks only the blocks it covers (docs/needle-format.md, "Ranged reads").
+// Sums of the 64 KiB blocks of needles, so that a ranged read checks only the blocks it
+// covers (docs/needle-format.md, "Ranged reads").
 //
 // A needle's single checksum covers all its data: without these sums, a 16 KiB read of a
-// 4 MiB blob would read and hash 4 MiB. The first ranged read of a needle verifies it whole
-// and takes a sum per block in the same pass; later ranged reads read their blocks back from
-// the file and compare them with those sums. Damage made after the first read is caught by
-// the block it lies in, as it was by the whole checksum before.
+// 4 MiB blob would read and hash 4 MiB. A needle written by this process gets its sums from
+// the bytes written; any other (found at startup, or whose sums were dropped) gets them on its
+// first ranged read, which verifies it whole and takes a sum per block in the same pass. Later
+// ranged reads read their blocks back from the file and compare them with those sums: damage
+// made after the sums were taken is caught by the block it lies in.
 //
 // Threads: every method is thread-safe.
 #pragma once
@@ -27,6 +28,8 @@ namespace kelp::volume {
 class BlockSums {
  public:
   static constexpr uint64_t kBlockSize = 64 << 10;
+  // Needles at least this large are read by range and have sums; smaller ones are read whole.
+  static constexpr uint64_t kMinNeedle = 2 * kBlockSize;
 
   struct Entry {
     // The needle's place: a vacuum copies it into another file, an overwrite appends another.

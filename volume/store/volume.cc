@@ -239,15 +239,30 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
   }
   WriteResult res{static_cast<uint32_t>(data.size()), Hash64(data)};
   const uint64_t len = format::NeedleLength(res.size);
+  const uint64_t now = NowNs();
+  // A needle read by range gets its block sums now, from the bytes being written: otherwise
+  // its first ranged read would read it whole from the disk to take them (the written pages
+  // are dropped from the page cache behind the writes).
+  std::shared_ptr<BlockSums::Entry> sums;
+  if (data.size() >= BlockSums::kMinNeedle) {
+    sums = std::make_shared<BlockSums::Entry>();
+    sums->header = NeedleHeader{cookie, key, res.size};
+    sums->checksum = res.checksum;
+    sums->append_time_ns = now;
+    sums->blocks.reserve((data.size() + BlockSums::kBlockSize - 1) / BlockSums::kBlockSize);
+    for (size_t b = 0; b < data.size(); b += BlockSums::kBlockSize) {
+      sums->blocks.push_back(Hash64(data.substr(b, BlockSums::kBlockSize)));
+    }
+  }
   std::string head, tail;
   std::string_view data_piece;
   if (data.size() <= kOneBufferMax) {
     head.reserve(len);
-    EncodeNeedle(key, cookie, data, res.checksum, NowNs(), &head);
+    EncodeNeedle(key, cookie, data, res.checksum, now, &head);
   } else {
     // Encode an empty needle to get header and footer, then fix the size field.
     std::string frame;
-    EncodeNeedle(key, cookie, {}, res.checksum, NowNs(), &frame);
+    EncodeNeedle(key, cookie, {}, res.checksum, now, &frame);
     EncodeFixed32LE(frame.data() + format::kSizeOffset, res.size);
     head = frame.substr(0, format::kHeaderSize);
     tail = frame.substr(format::kHeaderSize, format::kFooterSize);
@@ -279,7 +294,12 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
       WriterLock m(map_mu_);
       map_.Set(key, CompactMap::Value{rec.offset_units, rec.size});
       map_bytes_ = map_.MemoryBytes();
+      if (sums) {
+        sums->file = dat_;
+        sums->offset = off;
+      }
     }
+    if (sums) block_sums_.Put(key, std::move(sums));
     if (old && !old->deleted()) {
       live_bytes_ -= format::NeedleLength(old->size);
     } else {

@@ -247,7 +247,7 @@ TEST_CASE("Verify streams large needles and checks the cookie") {
   CHECK(ReadBack(**v, 9, 99) == big);
 }
 
-TEST_CASE("ReadRange checks only the blocks it reads, against sums of the verified needle") {
+TEST_CASE("ReadRange checks only the blocks it reads, against sums taken at the write") {
   TempDir dir;
   auto v = Volume::Create(Opts(dir));
   REQUIRE(v.ok());
@@ -282,12 +282,33 @@ TEST_CASE("ReadRange checks only the blocks it reads, against sums of the verifi
   // it is corrupt.
   CHECK(read(0, 10).status().code() == absl::StatusCode::kDataLoss);
 
-  SECTION("damage before the first ranged read refuses every range") {
+  SECTION("damage before the first ranged read: its block is refused and the others read") {
     REQUIRE((*v)->Write(6, 66, big).ok());
     auto h6 = (*v)->Find(6);
     REQUIRE(h6.has_value());
     Poke(dir.file("1.dat"), h6->data_offset() + 15 * kBlock, 0x01);
-    CHECK((*v)->ReadRange(*h6, 66, 0, 10, &buf).status().code() == absl::StatusCode::kDataLoss);
+    auto first = (*v)->ReadRange(*h6, 66, 0, 10, &buf);
+    REQUIRE(first.ok());
+    CHECK(first->data == std::string_view(big).substr(0, 10));
+    CHECK((*v)->ReadRange(*h6, 66, 15 * kBlock, 10, &buf).status().code() == absl::StatusCode::kDataLoss);
+  }
+  SECTION("after a restart the first ranged read verifies the needle whole") {
+    REQUIRE((*v)->Write(6, 66, big).ok());
+    v->reset();
+    auto reopened = Volume::Open(Opts(dir));
+    REQUIRE(reopened.ok());
+    auto h6 = (*reopened)->Find(6);
+    REQUIRE(h6.has_value());
+    Poke(dir.file("1.dat"), h6->data_offset() + 15 * kBlock, 0x01);
+    CHECK((*reopened)->ReadRange(*h6, 66, 0, 10, &buf).status().code() == absl::StatusCode::kDataLoss);
+  }
+  SECTION("a needle smaller than two blocks has no sums: a range of it is read whole") {
+    std::string small = RandomBlob(8, BlockSums::kMinNeedle - 1);
+    REQUIRE((*v)->Write(8, 88, small).ok());
+    auto h8 = (*v)->Find(8);
+    REQUIRE(h8.has_value());
+    Poke(dir.file("1.dat"), h8->data_offset() + kBlock + 5, 0x01);
+    CHECK((*v)->ReadRange(*h8, 88, 0, 10, &buf).status().code() == absl::StatusCode::kDataLoss);
   }
   SECTION("an overwrite is read at its new place, not with the old sums") {
     std::string other = RandomBlob(7, big.size());
