@@ -8,8 +8,10 @@
 #include <openssl/err.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -204,11 +206,12 @@ class ClientConn {
     calls_.erase(id);
   }
 
-  absl::Status SendFrame(std::string_view frame) {
+  // One frame: its header and its payload, sent as they lie (no copy into one buffer).
+  absl::Status SendFrame(std::string_view header, std::string_view payload = {}) {
     absl::Status s;
     {
       MutexLock lock(send_mu_);
-      s = SendAll(frame);
+      s = SendAll(header, payload);
     }
     if (!s.ok()) Fail(s);
     return s;
@@ -267,15 +270,28 @@ class ClientConn {
   const std::string& address() const { return address_; }
 
  private:
-  absl::Status SendAll(std::string_view data) {
-    if (ssl_ != nullptr) return SendAllTls(data);
-    while (!data.empty()) {
-      ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+  absl::Status SendAll(std::string_view data, std::string_view more = {}) {
+    if (ssl_ != nullptr) {
+      RETURN_IF_ERROR(SendAllTls(data));
+      return SendAllTls(more);
+    }
+    while (!data.empty() || !more.empty()) {
+      iovec iov[2];
+      int parts = 0;
+      for (std::string_view part : {data, more}) {
+        if (!part.empty()) iov[parts++] = iovec{const_cast<char*>(part.data()), part.size()};
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<size_t>(parts);
+      ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EINTR) continue;
         return Unavailable(address_, kelp::StrCat("send: ", strerror(errno == EAGAIN ? ETIMEDOUT : errno)));
       }
-      data.remove_prefix(n);
+      size_t sent = static_cast<size_t>(n), from_data = std::min(sent, data.size());
+      data.remove_prefix(from_data);
+      more.remove_prefix(sent - from_data);
     }
     return absl::OkStatus();
   }
@@ -578,11 +594,9 @@ absl::StatusOr<std::string> Channel::CallRaw(uint16_t method, std::string_view r
   ASSIGN_OR_RETURN(std::shared_ptr<ClientConn> conn, Conn(deadline));
   auto call = std::make_shared<PendingCall>();
   ASSIGN_OR_RETURN(uint64_t id, conn->Register(call));
-  std::string frame;
-  frame.reserve(kFrameHeaderSize + request.size());
-  AppendFrameHeader(&frame, FrameType::kRequest, method, id, request.size());
-  frame.append(request);
-  if (absl::Status s = conn->SendFrame(frame); !s.ok()) {
+  char header[kFrameHeaderSize];
+  EncodeFrameHeader(header, FrameType::kRequest, method, id, request.size());
+  if (absl::Status s = conn->SendFrame(std::string_view(header, sizeof header), request); !s.ok()) {
     conn->Unregister(id);
     return s;
   }
@@ -599,7 +613,12 @@ absl::Status Channel::Call(uint16_t method, const google::protobuf::MessageLite&
                            google::protobuf::MessageLite* resp, std::chrono::milliseconds timeout) {
   std::string payload;
   if (!req.SerializeToString(&payload)) return absl::InvalidArgumentError("cannot serialize the request");
-  ASSIGN_OR_RETURN(std::string reply, CallRaw(method, payload, timeout));
+  return Call(method, SerializedRequest{std::move(payload)}, resp, timeout);
+}
+
+absl::Status Channel::Call(uint16_t method, const SerializedRequest& req, google::protobuf::MessageLite* resp,
+                           std::chrono::milliseconds timeout) {
+  ASSIGN_OR_RETURN(std::string reply, CallRaw(method, req.bytes, timeout));
   if (!resp->ParseFromString(reply)) return absl::InternalError(kelp::StrCat(address_, ": malformed reply"));
   return absl::OkStatus();
 }
@@ -615,10 +634,9 @@ absl::StatusOr<std::unique_ptr<ClientStream>> Channel::OpenStream(uint16_t metho
   ASSIGN_OR_RETURN(uint64_t id, conn->Register(call));
   std::string payload;
   if (!req.SerializeToString(&payload)) return absl::InvalidArgumentError("cannot serialize the request");
-  std::string frame;
-  AppendFrameHeader(&frame, FrameType::kRequest, method, id, payload.size());
-  frame += payload;
-  RETURN_IF_ERROR(conn->SendFrame(frame));
+  char header[kFrameHeaderSize];
+  EncodeFrameHeader(header, FrameType::kRequest, method, id, payload.size());
+  RETURN_IF_ERROR(conn->SendFrame(std::string_view(header, sizeof header), payload));
   return std::unique_ptr<ClientStream>(new ClientStream(conn, call, id));
 }
 

@@ -40,6 +40,11 @@ namespace kelp::rpc {
 class ClientConn;
 struct PendingCall;
 
+// The bytes of a serialized request message.
+struct SerializedRequest {
+  std::string bytes;
+};
+
 // A streamed response. Next() blocks for the next message.
 class ClientStream {
  public:
@@ -95,6 +100,10 @@ class Channel {
   // One call. resp is filled on OK. DEADLINE_EXCEEDED when no reply came within timeout
   // (the call may still have run on the server), UNAVAILABLE when the connection failed.
   absl::Status Call(uint16_t method, const google::protobuf::MessageLite& req, google::protobuf::MessageLite* resp,
+                    std::chrono::milliseconds timeout);
+  // The same with a request already in protobuf's wire format (a repeated field put together
+  // from messages serialized one by one is not copied into a message first).
+  absl::Status Call(uint16_t method, const SerializedRequest& req, google::protobuf::MessageLite* resp,
                     std::chrono::milliseconds timeout);
   // The same with a serialized request and the raw reply payload.
   absl::StatusOr<std::string> CallRaw(uint16_t method, std::string_view request, std::chrono::milliseconds timeout);
