@@ -6,25 +6,42 @@ std::shared_ptr<const BlockSums::Entry> BlockSums::Find(uint64_t key, const File
   MutexLock lock(mu_);
   auto it = map_.find(key);
   if (it == map_.end()) return nullptr;
-  const std::shared_ptr<const Entry>& e = it->second.first;
+  Slot& slot = it->second;
   // A file that is gone (a vacuum replaced it) cannot compare equal: lock() gives null.
-  if (e->offset != offset || e->file.lock().get() != file) {
+  if (slot.entry->offset != offset || slot.entry->file.lock().get() != file) {
     EraseLocked(key);
     return nullptr;
   }
-  lru_.splice(lru_.begin(), lru_, it->second.second);
-  return e;
+  if (slot.probation) {
+    // Read once: kept like sums taken by a read.
+    probation_bytes_ -= Cost(*slot.entry);
+    main_.splice(main_.begin(), probation_, slot.pos);
+    slot.probation = false;
+  } else {
+    main_.splice(main_.begin(), main_, slot.pos);
+  }
+  return slot.entry;
 }
 
-void BlockSums::Put(uint64_t key, std::shared_ptr<const Entry> entry) {
+void BlockSums::Insert(uint64_t key, std::shared_ptr<const Entry> entry, bool probation) {
   const size_t cost = Cost(*entry);
-  if (cost > max_bytes_) return;
+  const size_t probation_max = max_bytes_ / 4;
+  if (cost > (probation ? probation_max : max_bytes_)) return;
   MutexLock lock(mu_);
   EraseLocked(key);
-  while (bytes_ + cost > max_bytes_ && !lru_.empty()) EraseLocked(lru_.back());
-  lru_.push_front(key);
-  map_.emplace(key, std::make_pair(std::move(entry), lru_.begin()));
+  if (probation) {
+    while (probation_bytes_ + cost > probation_max && !probation_.empty()) EraseLocked(probation_.back());
+  }
+  // Over the whole budget (the probation segment is within its quarter by now): the main
+  // segment's least recently used go, so writes take it down to three quarters at most.
+  while (bytes_ + cost > max_bytes_ && !(main_.empty() && probation_.empty())) {
+    EraseLocked(main_.empty() ? probation_.back() : main_.back());
+  }
+  std::list<uint64_t>& list = probation ? probation_ : main_;
+  list.push_front(key);
+  map_.emplace(key, Slot{std::move(entry), probation, list.begin()});
   bytes_ += cost;
+  if (probation) probation_bytes_ += cost;
 }
 
 void BlockSums::Erase(uint64_t key) {
@@ -35,9 +52,25 @@ void BlockSums::Erase(uint64_t key) {
 void BlockSums::EraseLocked(uint64_t key) {
   auto it = map_.find(key);
   if (it == map_.end()) return;
-  bytes_ -= Cost(*it->second.first);
-  lru_.erase(it->second.second);
+  const size_t cost = Cost(*it->second.entry);
+  bytes_ -= cost;
+  if (it->second.probation) {
+    probation_bytes_ -= cost;
+    probation_.erase(it->second.pos);
+  } else {
+    main_.erase(it->second.pos);
+  }
   map_.erase(it);
+}
+
+size_t BlockSums::entries() const {
+  MutexLock lock(mu_);
+  return map_.size();
+}
+
+size_t BlockSums::probation_entries() const {
+  MutexLock lock(mu_);
+  return probation_.size();
 }
 
 }  // namespace kelp::volume

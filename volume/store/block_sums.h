@@ -41,24 +41,40 @@ class BlockSums {
     std::vector<uint64_t> blocks;  // xxHash3-64 of each kBlockSize block of the data
   };
 
-  // Keeps entries while their sums take at most max_bytes (least recently used go first).
+  // Keeps entries while their sums take at most max_bytes. Two segments: sums taken at a
+  // write wait in a probation segment of at most a quarter of that (the oldest written go
+  // first), so that a stream of writes never pushes out the sums of needles being read; a read
+  // (Find) moves an entry to the main segment, where the least recently used go first.
   explicit BlockSums(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   // The entry of needle key if it was taken at the same place (file, offset), or null.
   std::shared_ptr<const Entry> Find(uint64_t key, const File* file, uint64_t offset);
-  void Put(uint64_t key, std::shared_ptr<const Entry> entry);
+  // Sums taken by reading the needle (main segment).
+  void Put(uint64_t key, std::shared_ptr<const Entry> entry) { Insert(key, std::move(entry), false); }
+  // Sums taken from the bytes written (probation segment).
+  void PutWritten(uint64_t key, std::shared_ptr<const Entry> entry) { Insert(key, std::move(entry), true); }
   void Erase(uint64_t key);
 
+  size_t entries() const;
+  size_t probation_entries() const;
+
  private:
+  struct Slot {
+    std::shared_ptr<const Entry> entry;
+    bool probation = false;
+    std::list<uint64_t>::iterator pos;  // in main_ or probation_
+  };
   static size_t Cost(const Entry& e) { return sizeof(Entry) + e.blocks.size() * sizeof(uint64_t); }
+  void Insert(uint64_t key, std::shared_ptr<const Entry> entry, bool probation);
   void EraseLocked(uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t max_bytes_;
-  Mutex mu_;
-  std::list<uint64_t> lru_ ABSL_GUARDED_BY(mu_);  // most recent first
-  std::unordered_map<uint64_t, std::pair<std::shared_ptr<const Entry>, std::list<uint64_t>::iterator>> map_
-      ABSL_GUARDED_BY(mu_);
-  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable Mutex mu_;
+  std::list<uint64_t> main_ ABSL_GUARDED_BY(mu_);       // most recent first
+  std::list<uint64_t> probation_ ABSL_GUARDED_BY(mu_);  // most recent first
+  std::unordered_map<uint64_t, Slot> map_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;            // both segments
+  size_t probation_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace kelp::volume

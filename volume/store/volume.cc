@@ -299,7 +299,7 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
         sums->offset = off;
       }
     }
-    if (sums) block_sums_.Put(key, std::move(sums));
+    if (sums) block_sums_.PutWritten(key, std::move(sums));
     if (old && !old->deleted()) {
       live_bytes_ -= format::NeedleLength(old->size);
     } else {
