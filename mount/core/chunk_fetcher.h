@@ -41,7 +41,11 @@ class ChunkFetcher {
     int depth = 4;
     // Background cache fills after random-read misses, at most this many at once (a miss
     // finding them all busy leaves its block uncached). 0 = the reader fetches the blocks.
-    int max_fills = 2;
+    // Default: 1. With 2, random 4 KiB reads of a 1 GiB file through a full 1000 MiB cache ran
+    // at 28-33k reads/s against 53k with 1: every fill past a full cache pushes out another
+    // block, and its 256 KiB read and write slow the misses; a cold cache warms about a tenth
+    // slower (bench/RESULTS.md, "Evening, 2026-12-04").
+    int max_fills = 1;
   };
   // blobs must outlive this; cache and pool may be null (no cache, no background prefetch).
   ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool, Options options);
