@@ -434,13 +434,20 @@ void FilerClient::SendCommits(const std::vector<QueuedCommit*>& batch) {
   // field `repeated CommitChunksRequest commits = 1` is, per element, the tag (field 1,
   // length-delimited), the length, and the element's bytes.
   rpc::SerializedRequest req;
+  std::vector<size_t> sizes;
+  sizes.reserve(batch.size());
   size_t bytes = 0;
-  for (const QueuedCommit* q : batch) bytes += q->req->ByteSizeLong() + 11;  // tag and length at most 11
-  req.bytes.reserve(bytes);
   for (const QueuedCommit* q : batch) {
+    sizes.push_back(q->req->ByteSizeLong());  // also caches the sizes SerializeWithCachedSizes uses
+    bytes += sizes.back() + 11;               // tag and length take at most 11 bytes
+  }
+  req.bytes.reserve(bytes);
+  for (size_t i = 0; i < batch.size(); ++i) {
     req.bytes.push_back(static_cast<char>((CommitBatchRequest::kCommitsFieldNumber << 3) | 2));
-    PutVarint64(&req.bytes, q->req->ByteSizeLong());
-    q->req->AppendToString(&req.bytes);
+    PutVarint64(&req.bytes, sizes[i]);
+    size_t at = req.bytes.size();
+    req.bytes.resize(at + sizes[i]);
+    batch[i]->req->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(req.bytes.data() + at));
   }
   ++synced_calls_;
   uint64_t covered = mutations_.load();

@@ -1,6 +1,12 @@
 #include "volume/store/block_sums.h"
 
+#include "shared/hash.h"
+
 namespace kelp::volume {
+
+void BlockSums::TakeSums(std::string_view data, std::vector<uint64_t>* blocks) {
+  for (size_t b = 0; b < data.size(); b += kBlockSize) blocks->push_back(Hash64(data.substr(b, kBlockSize)));
+}
 
 std::shared_ptr<const BlockSums::Entry> BlockSums::Find(uint64_t key, const File* file, uint64_t offset) {
   MutexLock lock(mu_);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -40,6 +41,10 @@ class BlockSums {
     uint64_t append_time_ns = 0;
     std::vector<uint64_t> blocks;  // xxHash3-64 of each kBlockSize block of the data
   };
+
+  // Appends the sum of each kBlockSize block of data (the last may be short) to blocks. data
+  // must start on a block boundary of the needle.
+  static void TakeSums(std::string_view data, std::vector<uint64_t>* blocks);
 
   // Keeps entries while their sums take at most max_bytes. Two segments: sums taken at a
   // write wait in a probation segment of at most a quarter of that (the oldest written go

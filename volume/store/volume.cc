@@ -250,9 +250,7 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
     sums->checksum = res.checksum;
     sums->append_time_ns = now;
     sums->blocks.reserve((data.size() + BlockSums::kBlockSize - 1) / BlockSums::kBlockSize);
-    for (size_t b = 0; b < data.size(); b += BlockSums::kBlockSize) {
-      sums->blocks.push_back(Hash64(data.substr(b, BlockSums::kBlockSize)));
-    }
+    BlockSums::TakeSums(data, &sums->blocks);
   }
   std::string head, tail;
   std::string_view data_piece;
@@ -505,9 +503,7 @@ absl::StatusOr<DecodedNeedle> Volume::VerifyWhole(const Handle& h, uint32_t cook
     s = ReadFully(*h.file, h.data_offset() + done, n_read, buf.data());
     if (!s.ok()) return s.code() == absl::StatusCode::kDataLoss ? ChecksumFailure(s, h.key) : s;
     hasher.Update(buf.data(), n_read);
-    for (size_t b = 0; blocks != nullptr && b < n_read; b += BlockSums::kBlockSize) {
-      blocks->push_back(Hash64(std::string_view(buf).substr(b, std::min<size_t>(BlockSums::kBlockSize, n_read - b))));
-    }
+    if (blocks != nullptr) BlockSums::TakeSums(std::string_view(buf.data(), n_read), blocks);
     done += n_read;
   }
   char footer[format::kFooterSize];
