@@ -221,6 +221,36 @@ TEST_CASE("rpc: a slow call does not hold up quick ones on the same connection")
   CHECK(slow_status.ok());
 }
 
+TEST_CASE("rpc: blocking calls beyond the loop's followers run at once on workers, and quick ones still pass") {
+  // One loop: its thread keeps a blocking call and hands the loop to one of its followers,
+  // until none is left; the rest go to the worker pool. All run at the same time.
+  TestServer ts(1);
+  Channel ch(ts.address(), {});
+  constexpr int kCalls = 8;
+  std::vector<absl::Status> status(kCalls);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> slow;
+  for (int i = 0; i < kCalls; ++i) {
+    slow.emplace_back([&, i] {
+      UInt64Value req, resp;
+      req.set_value(400);
+      status[i] = ch.Call(kSlow, req, &resp, 10s);
+    });
+  }
+  while (ts.slow_calls.load() < kCalls && std::chrono::steady_clock::now() - t0 < 5s) {
+    std::this_thread::sleep_for(1ms);
+  }
+  CHECK(ts.slow_calls.load() == kCalls);
+  for (int i = 0; i < 10; ++i) {
+    CHECK(*Echo(ch, "q") == "q");
+    CHECK(*Echo(ch, "q", kEchoWorker) == "w:q");
+  }
+  for (auto& t : slow) t.join();
+  // One after another they would take 3.2 s.
+  CHECK(std::chrono::steady_clock::now() - t0 < 2400ms);
+  for (const auto& s : status) CHECK(s.ok());
+}
+
 // A kCount stream of count messages: each arrives, in order, then a clean end.
 void ExpectCountStream(Channel& ch, uint64_t count) {
   UInt64Value req;

@@ -109,11 +109,13 @@ absl::Status Server::Start() {
   }
   for (size_t i = 0; i < loops_.size(); ++i) {
     Loop* loop = loops_[i].get();
-    loop->thread = std::thread([this, loop, i] {
-      std::string tname = kelp::StrCat(opts_.name, "-l", i).substr(0, 15);
-      pthread_setname_np(pthread_self(), tname.c_str());
-      RunLoop(loop);
-    });
+    for (int t = 0; t <= kLoopFollowers; ++t) {
+      loop->threads.emplace_back([this, loop, i] {
+        std::string tname = kelp::StrCat(opts_.name, "-l", i).substr(0, 15);
+        pthread_setname_np(pthread_self(), tname.c_str());
+        LoopThread(loop);
+      });
+    }
   }
   return absl::OkStatus();
 }
@@ -169,9 +171,13 @@ void Server::Stop() {
   for (auto& loop : loops_) {
     uint64_t one = 1;
     (void)!write(loop->evfd, &one, sizeof one);
+    MutexLock lock(loop->lead_mu);
+    loop->lead_cv.NotifyAll();
   }
   for (auto& loop : loops_) {
-    if (loop->thread.joinable()) loop->thread.join();
+    for (auto& t : loop->threads) {
+      if (t.joinable()) t.join();
+    }
   }
   if (workers_) workers_->Stop();
   std::list<StreamThread> streams;
@@ -239,7 +245,51 @@ bool Server::ContinueHandshake(const std::shared_ptr<ServerConn>& conn) {
   return false;
 }
 
-void Server::RunLoop(Loop* loop) {
+void Server::LoopThread(Loop* loop) {
+  for (;;) {
+    {
+      MutexLock lock(loop->lead_mu);
+      ++loop->idle;
+      while (loop->led && !stopping_.load()) loop->lead_cv.Wait(lock);
+      --loop->idle;
+      if (loop->led) return;  // stopping, and the leader closes the connections
+      loop->led = true;
+    }
+    Lead(loop);
+    if (!loop->own) {
+      // Stopping: the lead stays taken, so the others end too.
+      CloseConns(loop);
+      return;
+    }
+    Loop::OwnCall own = std::move(*loop->own);
+    loop->own.reset();
+    {
+      MutexLock lock(loop->lead_mu);
+      loop->led = false;
+    }
+    // A follower takes the lead while this thread runs the call: the thread switch is off
+    // the call's path.
+    loop->lead_cv.NotifyOne();
+    RunCall(own.conn, *own.m, own.id, *own.req, false);
+  }
+}
+
+void Server::CloseConns(Loop* loop) {
+  for (auto& [fd, conn] : loop->conns) {
+    conn->Close();
+    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, fd, nullptr);
+    connections_.fetch_sub(1);
+    conn_gauge_->Add(-1);
+  }
+  loop->conns.clear();
+}
+
+bool Server::FollowerIdle(Loop* loop) {
+  MutexLock lock(loop->lead_mu);
+  return loop->idle > 0;
+}
+
+void Server::Lead(Loop* loop) {
   epoll_event events[128];
   while (!stopping_.load(std::memory_order_relaxed)) {
     int n = epoll_wait(loop->epfd, events, 128, 1000);
@@ -258,6 +308,7 @@ void Server::RunLoop(Loop* loop) {
           incoming.swap(loop->incoming);
         }
         for (auto& in : incoming) AddConn(loop, in.fd, std::move(in.initial), in.needs_head);
+        if (loop->own) return;
         continue;
       }
       if (fd == listen_fd_ && listen_fd_ >= 0) {
@@ -285,15 +336,11 @@ void Server::RunLoop(Loop* loop) {
       if (e & EPOLLOUT) OnWritable(loop, conn);
       if ((e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !conn->closed()) OnReadable(loop, conn);
       if (conn->closed()) CloseConn(loop, conn);
+      // The events not handled yet come back from the next epoll_wait (level-triggered), to
+      // the next leader.
+      if (loop->own) return;
     }
   }
-  for (auto& [fd, conn] : loop->conns) {
-    conn->Close();
-    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, fd, nullptr);
-    connections_.fetch_sub(1);
-    conn_gauge_->Add(-1);
-  }
-  loop->conns.clear();
 }
 
 void Server::CloseConn(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
@@ -317,7 +364,7 @@ void Server::OnReadable(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
   bool alive = conn->reading_paused || conn->ReadAvailable();
   bool ok = true;
   if (conn->needs_head) ok = ProcessUpgradeHead(conn);
-  if (ok && !conn->needs_head) ok = ProcessFrames(conn);
+  if (ok && !conn->needs_head) ok = ProcessFrames(loop, conn);
   if (!conn->Flush()) ok = false;
   if (ok && alive) {
     bool pause = conn->pending_output() > opts_.max_pending_output;
@@ -360,7 +407,7 @@ bool Server::ProcessUpgradeHead(const std::shared_ptr<ServerConn>& conn) {
   return SwitchProtocols(conn);
 }
 
-bool Server::ProcessFrames(const std::shared_ptr<ServerConn>& conn) {
+bool Server::ProcessFrames(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
   while (conn->pending_output() <= opts_.max_pending_output) {
     std::string_view in = conn->input();
     FrameHeader h;
@@ -395,6 +442,12 @@ bool Server::ProcessFrames(const std::shared_ptr<ServerConn>& conn) {
           break;
         }
         uint64_t id = h.id;
+        if (!loop->own && FollowerIdle(loop)) {
+          // This thread runs it once this read is handled and the lead handed on: a call
+          // that waits (a WAL sync) no longer waits first for a worker to wake up.
+          loop->own = Loop::OwnCall{conn, m, id, std::move(req)};
+          break;
+        }
         bool queued = workers_->TrySubmit([this, conn, m, id, req] { RunCall(conn, *m, id, *req, false); });
         if (!queued) {
           m->errors->Inc();

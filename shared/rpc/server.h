@@ -6,8 +6,10 @@
 // Threads: `loop_threads` epoll loops own the connections. A method registered kInline runs on
 // the loop that read its frame, and its reply joins the other replies of that read in one
 // send(): no hand-off, no thread switch. Methods that may block (a WAL sync, an RPC to
-// another server, a long listing) run on a worker pool; streams get a thread of their own for
-// their lifetime. Handlers run concurrently on many threads and must be thread-safe; an
+// another server, a long listing) run off the loop: the loop's thread keeps the first such
+// call of a read and hands the loop to a follower thread of its own (leader/follower), so
+// the call does not wait for a thread to wake; the others, and all of them when no follower
+// is free, go to a worker pool. Streams get a thread of their own for their lifetime. Handlers run concurrently on many threads and must be thread-safe; an
 // exception from one is caught and answered INTERNAL.
 //
 // Connections arrive through Adopt() (an HTTP server upgraded them: the filer serves this on
@@ -172,13 +174,21 @@ class Server {
   friend class StreamWriter;
   struct Loop;
 
-  void RunLoop(Loop* loop);
+  // Each loop runs 1 + kLoopFollowers threads, leader/follower: the leader waits in
+  // epoll_wait and handles what it returns; given a kWorker call while a follower waits, it
+  // keeps the call, hands the lead to the follower and runs the call itself.
+  static constexpr int kLoopFollowers = 2;
+  void LoopThread(Loop* loop);
+  // Leads until stopping, or until it keeps a call (loop->own) to run once it has let go.
+  void Lead(Loop* loop);
+  bool FollowerIdle(Loop* loop);
+  void CloseConns(Loop* loop);
   void AddConn(Loop* loop, int fd, std::string initial, bool needs_head);
   void OnReadable(Loop* loop, const std::shared_ptr<ServerConn>& conn);
   void OnWritable(Loop* loop, const std::shared_ptr<ServerConn>& conn);
   void CloseConn(Loop* loop, const std::shared_ptr<ServerConn>& conn);
   // Runs the frames complete in the connection's input; false when it must close.
-  bool ProcessFrames(const std::shared_ptr<ServerConn>& conn);
+  bool ProcessFrames(Loop* loop, const std::shared_ptr<ServerConn>& conn);
   bool ProcessUpgradeHead(const std::shared_ptr<ServerConn>& conn);
   // Sends the 101 and, with TLS, starts the handshake. False when the connection must close.
   bool SwitchProtocols(const std::shared_ptr<ServerConn>& conn);

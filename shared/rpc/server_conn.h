@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cerrno>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -37,8 +38,24 @@ struct StreamControl {
 struct Server::Loop {
   int epfd = -1;
   int evfd = -1;
-  std::thread thread;
-  std::unordered_map<int, std::shared_ptr<ServerConn>> conns;  // loop thread only
+  // The loop's threads, one of them leading (in epoll_wait, or handling what it returned) and
+  // the others following: waiting for the lead, or running the call that made them hand it on.
+  std::vector<std::thread> threads;
+  Mutex lead_mu;  // a leaf
+  CondVar lead_cv;
+  bool led ABSL_GUARDED_BY(lead_mu) = false;
+  int idle ABSL_GUARDED_BY(lead_mu) = 0;  // followers waiting for the lead
+  // The leader's alone, as is every connection's input: the lead passes under lead_mu.
+  std::unordered_map<int, std::shared_ptr<ServerConn>> conns;
+  // A kWorker call the leader keeps to run itself once it has handed the lead on (see
+  // Server::LoopThread), instead of waking a worker.
+  struct OwnCall {
+    std::shared_ptr<ServerConn> conn;
+    const Service::Method* m = nullptr;
+    uint64_t id = 0;
+    std::shared_ptr<google::protobuf::MessageLite> req;
+  };
+  std::optional<OwnCall> own;
   Mutex mu;  // a leaf: nothing is taken under it
   struct Incoming {
     int fd;
