@@ -159,6 +159,12 @@ struct RocksKvOptions {
   // so a synced write overwrites blocks that exist, with no allocation or size change to sync
   // (filer/store/zeroed_wal.h); 0 appends to the WAL as RocksDB does. Default: 4.
   uint32_t wal_zero_ahead_mb = 4;
+  // Values of at least this many bytes (journaled chunk bytes, inline data) are kept in blob
+  // files beside the tables (RocksDB's integrated BlobDB, -store.blobMinBytes): a memtable
+  // flush writes them once and compactions move only their keys. Journaled bytes live ~10 s
+  // (docs/filer-keys.md, "J"); rewriting them through every level was a third of the filer's
+  // CPU under sysbench. 0 keeps every value in the tables. Default: 4096.
+  uint32_t blob_min_bytes = 4096;
   // Writes that add data are refused with ENOSPC once the store's file system has less than
   // this many bytes free (default 16 MiB), so RocksDB never meets a full disk (Debian's build aborts on a
   // failed WAL write); deletes still go through, so space can be freed, and so does

@@ -19,6 +19,9 @@ void AddStoreFlags(FlagSet& flags, StoreOptions& o, const std::string& prefix) {
   flags.Add(prefix + "store.walZeroAheadMB", &o.rocks.wal_zero_ahead_mb,
             "rocksdb store: how far ahead of the WAL's writes its file is written with zeros, in MiB, so a synced "
             "write overwrites blocks that exist, with no allocation or size change to sync (0: plain appends)");
+  flags.Add(prefix + "store.blobMinBytes", &o.rocks.blob_min_bytes,
+            "rocksdb store: values of at least this many bytes (journaled writes, inline data) go to blob files, "
+            "written once and never rewritten by compactions (0: every value in the tables)");
 }
 
 absl::StatusOr<std::unique_ptr<KvStore>> OpenKvStore(const StoreOptions& o) {

@@ -235,6 +235,13 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir
   opts.create_if_missing = true;
   opts.IncreaseParallelism(2);
   opts.OptimizeLevelStyleCompaction(options.memtable_budget_bytes);
+  if (options.blob_min_bytes > 0) {
+    opts.enable_blob_files = true;
+    opts.min_blob_size = options.blob_min_bytes;
+    // Compactions relocate the live values of the oldest quarter of the blob files, so a file
+    // whose values were mostly deleted (moved journal bytes) goes away.
+    opts.enable_blob_garbage_collection = true;
+  }
   // With sync=false writes still go to the WAL; manual_wal_flush=false means each write
   // reaches the OS, so a process crash loses nothing acknowledged. Under testing_power_cut
   // they stay in RocksDB's WAL buffer: a synced write flushes the buffer before its fsync
