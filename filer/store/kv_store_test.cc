@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <functional>
+#include <random>
 
 #include <catch2/catch.hpp>
 
+#include "filer/store/rocksdb_crc32c.h"
 #include "filer/store/testing/kv_conformance.h"
 #include "shared/metrics.h"
 #include "shared/status.h"
@@ -54,6 +56,42 @@ TEST_CASE("rocksdb: inside the disk reserve, data is refused with ENOSPC, delete
   del.Delete("session");
   REQUIRE((*kv)->Write(del, false).ok());
   CHECK(absl::IsNotFound((*kv)->Get("session").status()));
+}
+
+namespace {
+
+// CRC-32C bit by bit (reflected polynomial 0x82F63B78), as RocksDB's Extend: crc of A, then B.
+uint32_t ReferenceExtend(uint32_t crc, const char* p, size_t n) {
+  crc = ~crc;
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= static_cast<uint8_t>(p[i]);
+    for (int b = 0; b < 8; ++b) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+}  // namespace
+
+TEST_CASE("rocksdb: the CRC32C given to librocksdb equals its own and the bitwise one at every length and alignment") {
+  if (__builtin_cpu_supports("sse4.2")) CHECK(std::string(RocksCrc32cImplementation()) == "sse4.2");
+  CHECK(RocksCrc32cExtend(0, "123456789", 9) == 0xE3069283u);  // RFC 3720's check value
+  std::string zeros(32, '\0');
+  CHECK(RocksCrc32cExtend(0, zeros.data(), zeros.size()) == 0x8A9136AAu);
+  std::mt19937_64 rng(7);
+  std::string buf(5000, '\0');
+  for (char& c : buf) c = static_cast<char>(rng());
+  for (size_t off = 0; off < 9; ++off) {
+    for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 1000, 4096, 4991}) {
+      if (off + n > buf.size()) continue;
+      uint32_t seed = static_cast<uint32_t>(rng());
+      uint32_t ours = RocksCrc32cExtend(seed, buf.data() + off, n);
+      REQUIRE(ours == ReferenceExtend(seed, buf.data() + off, n));
+      REQUIRE(ours == RocksCrc32cExtendOfLibrary(seed, buf.data() + off, n));
+    }
+  }
+  // Extending piece by piece equals the whole.
+  uint32_t whole = RocksCrc32cExtend(0, buf.data(), buf.size());
+  CHECK(whole == RocksCrc32cExtend(RocksCrc32cExtend(0, buf.data(), 1234), buf.data() + 1234, buf.size() - 1234));
 }
 
 TEST_CASE("rocksdb: a sync with nothing written since the last one does not touch the WAL") {

@@ -13,7 +13,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "filer/store/kv_store.h"
+#include "filer/store/rocksdb_crc32c.h"
 #include "filer/store/zeroed_wal.h"
+#include "shared/log.h"
 #include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "shared/status.h"
@@ -260,6 +262,7 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir
   // than competing with data blocks in the cache.
   opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::DB* raw = nullptr;
+  spdlog::debug("filer store: RocksDB at {}, CRC32C by {}", dir, RocksCrc32cImplementation());
   rocksdb::Status s = rocksdb::DB::Open(opts, dir, &raw);
   if (!s.ok()) return absl::UnavailableError(StrCat("open RocksDB at ", dir, ": ", s.ToString()));
   return std::unique_ptr<KvStore>(new RocksKvStore(std::move(env), std::unique_ptr<rocksdb::DB>(raw),
