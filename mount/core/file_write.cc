@@ -423,9 +423,14 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest
       if (c.fid().empty()) {
         journal_seqs.insert(c.seq());
         if (append) {
-          // Its bytes under the filer's seq, as a slice of their own.
-          HoldJournalLocked(resp->seqs(i), std::make_shared<const std::string>(
-                                                journal_.at(c.seq())->substr(c.blob_offset(), c.size())));
+          // Its bytes under the filer's seq, as a slice of their own, or the whole buffer
+          // when it is all of it (one write between two fsyncs): no copy, and no fresh memory
+          // for the next commit's request to fault in.
+          const std::shared_ptr<const std::string>& held = journal_.at(c.seq());
+          HoldJournalLocked(resp->seqs(i), c.blob_offset() == 0 && c.size() == held->size()
+                                               ? held
+                                               : std::make_shared<const std::string>(
+                                                     held->substr(c.blob_offset(), c.size())));
           c.set_blob_offset(0);
           c.set_blob_size(c.size());
         }
