@@ -398,7 +398,9 @@ TEST_CASE("filer client: a filer without CommitBatch gets the waiting commits on
     CHECK(chunks->attr().size() == 40);
   }
   CHECK(c.calls(FilerMethod::kCommitChunks) == kThreads * 10);
-  CHECK(c.calls(FilerMethod::kCommitBatch) <= 1);  // refused once, then never sent again
+  // Refused once for each batch out when the first refusal came back (two may be out at
+  // once), then never sent again.
+  CHECK(c.calls(FilerMethod::kCommitBatch) <= 2);
   server.Stop();
 }
 

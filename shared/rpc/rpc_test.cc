@@ -373,6 +373,41 @@ TEST_CASE("rpc: garbage gets the connection closed, never the server") {
   CHECK(*Echo(ch, "alive") == "alive");
 }
 
+TEST_CASE("rpc: a blocking call in the same packet as a new connection's upgrade is answered at once") {
+  // The loop's thread keeps the call while accepting the connection, and must let the loop go
+  // to run it rather than wait in epoll_wait for another event.
+  TestServer ts(1);
+  int fd = RawConnect(ts.port);
+  std::string packet = "GET /rpc HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: kelp-rpc/1\r\n\r\n";
+  UInt64Value req;
+  req.set_value(1);
+  std::string payload = req.SerializeAsString();
+  char header[kFrameHeaderSize];
+  EncodeFrameHeader(header, FrameType::kRequest, kSlow, 7, payload.size());
+  packet += std::string(header, sizeof header) + payload;
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(send(fd, packet.data(), packet.size(), 0) == static_cast<ssize_t>(packet.size()));
+  std::string got;
+  char buf[4096];
+  FrameHeader h;
+  size_t head_end = std::string::npos;
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    REQUIRE(n > 0);
+    got.append(buf, static_cast<size_t>(n));
+    head_end = got.find("\r\n\r\n");
+    if (head_end == std::string::npos) continue;
+    auto size = DecodeFrame(std::string_view(got).substr(head_end + 4), kDefaultMaxPayload, &h);
+    REQUIRE(size.ok());
+    if (*size > 0) break;
+  }
+  CHECK(got.rfind("HTTP/1.1 101", 0) == 0);
+  CHECK(h.type == FrameType::kReply);
+  CHECK(h.id == 7);
+  CHECK(std::chrono::steady_clock::now() - t0 < 500ms);  // not after epoll_wait's 1 s timeout
+  close(fd);
+}
+
 TEST_CASE("rpc: an HTTP server hands upgraded connections over") {
   Service service;
   service.AddUnary<StringValue, StringValue>(kEcho, "Echo", [](const StringValue& r, StringValue* o) {

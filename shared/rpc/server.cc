@@ -297,7 +297,9 @@ void Server::Lead(Loop* loop) {
       spdlog::error("{}: epoll_wait: {}", opts_.name, strerror(errno));
       break;
     }
-    for (int i = 0; i < n; ++i) {
+    // Once this thread keeps a call (loop->own, from any branch below) it stops: the events not
+    // handled yet come back from the next epoll_wait (level-triggered), to the next leader.
+    for (int i = 0; i < n && !loop->own; ++i) {
       int fd = events[i].data.fd;
       if (fd == loop->evfd) {
         uint64_t v;
@@ -308,7 +310,6 @@ void Server::Lead(Loop* loop) {
           incoming.swap(loop->incoming);
         }
         for (auto& in : incoming) AddConn(loop, in.fd, std::move(in.initial), in.needs_head);
-        if (loop->own) return;
         continue;
       }
       if (fd == listen_fd_ && listen_fd_ >= 0) {
@@ -336,10 +337,8 @@ void Server::Lead(Loop* loop) {
       if (e & EPOLLOUT) OnWritable(loop, conn);
       if ((e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !conn->closed()) OnReadable(loop, conn);
       if (conn->closed()) CloseConn(loop, conn);
-      // The events not handled yet come back from the next epoll_wait (level-triggered), to
-      // the next leader.
-      if (loop->own) return;
     }
+    if (loop->own) return;
   }
 }
 
