@@ -14,9 +14,11 @@
 #include <cstring>
 
 // The library's definition, under the name --wrap gives it.
-uint32_t RealRocksCrc32cExtend(uint32_t crc, const char* p, size_t n) asm("__real__ZN7rocksdb6crc32c6ExtendEjPKcm");
+uint32_t RealRocksCrc32cExtend(uint32_t crc, const char* p,
+                               size_t n) asm("__real__ZN7rocksdb6crc32c6ExtendEjPKcm");
 // What the library's calls reach.
-uint32_t WrapRocksCrc32cExtend(uint32_t crc, const char* p, size_t n) asm("__wrap__ZN7rocksdb6crc32c6ExtendEjPKcm");
+uint32_t WrapRocksCrc32cExtend(uint32_t crc, const char* p,
+                               size_t n) asm("__wrap__ZN7rocksdb6crc32c6ExtendEjPKcm");
 
 namespace {
 
@@ -43,11 +45,15 @@ ExtendFn Chosen() {
 
 }  // namespace
 
-uint32_t WrapRocksCrc32cExtend(uint32_t crc, const char* p, size_t n) { return Chosen()(crc, p, n); }
+uint32_t WrapRocksCrc32cExtend(uint32_t crc, const char* p, size_t n) {
+  return Chosen()(crc, p, n);
+}
 
 namespace kelp::filer {
 
-uint32_t RocksCrc32cExtend(uint32_t crc, const char* data, size_t n) { return WrapRocksCrc32cExtend(crc, data, n); }
+uint32_t RocksCrc32cExtend(uint32_t crc, const char* data, size_t n) {
+  return WrapRocksCrc32cExtend(crc, data, n);
+}
 uint32_t RocksCrc32cExtendOfLibrary(uint32_t crc, const char* data, size_t n) {
   return RealRocksCrc32cExtend(crc, data, n);
 }

@@ -9,8 +9,9 @@
 // another server, a long listing) run off the loop: the loop's thread keeps the first such
 // call of a read and hands the loop to a follower thread of its own (leader/follower), so
 // the call does not wait for a thread to wake; the others, and all of them when no follower
-// is free, go to a worker pool. Streams get a thread of their own for their lifetime. Handlers run concurrently on many threads and must be thread-safe; an
-// exception from one is caught and answered INTERNAL.
+// is free, go to a worker pool. Streams get a thread of their own for their lifetime.
+// Handlers run concurrently on many threads and must be thread-safe; an exception from one is
+// caught and answered INTERNAL.
 //
 // Connections arrive through Adopt() (an HTTP server upgraded them: the filer serves this on
 // its HTTP port) or through the server's own listener (Listen(): tests and benchmarks).
