@@ -19,6 +19,7 @@
 #include <shared_mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "shared/blocking.h"
 
 namespace kelp {
 
@@ -66,11 +67,13 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 };
 
 // A condition variable for a MutexLock'd Mutex. No predicate overloads: the caller loops,
-// so the guarded fields it tests are read where the analysis sees the lock held.
+// so the guarded fields it tests are read where the analysis sees the lock held. A wait tells
+// a thread's lender first (shared/blocking.h).
 class CondVar {
  public:
   // Releases the lock while waiting; may wake spuriously.
   void Wait(MutexLock& lock) {
+    AboutToBlock();
     std::unique_lock<std::mutex> l(lock.mu_.mu_, std::adopt_lock);
     cv_.wait(l);
     l.release();
@@ -78,6 +81,7 @@ class CondVar {
   // False when the deadline passed (the lock is held again either way).
   template <class Clock, class Duration>
   bool WaitUntil(MutexLock& lock, std::chrono::time_point<Clock, Duration> deadline) {
+    AboutToBlock();
     std::unique_lock<std::mutex> l(lock.mu_.mu_, std::adopt_lock);
     bool woken = cv_.wait_until(l, deadline) == std::cv_status::no_timeout;
     l.release();

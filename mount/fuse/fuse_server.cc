@@ -1,14 +1,19 @@
 #include "mount/fuse/fuse_server.h"
 
 #include <limits.h>
+#include <linux/fuse.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/mount.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "mount/fuse/device_loop.h"
 #include "shared/log.h"
 #include "shared/strings.h"
 
@@ -50,6 +55,56 @@ void AbortConnection(int id) {
   std::fclose(f);
   spdlog::warn("aborted the FUSE connection: files were still open on the mount");
 }
+
+// The session's device: requests read with libfuse's buffers (and the raw_io hook).
+class SessionDevice final : public RequestDevice {
+ public:
+  explicit SessionDevice(fuse_session* se) : se_(se) {}
+
+  std::unique_ptr<Reader> NewReader() override { return std::make_unique<SessionReader>(se_); }
+
+  bool Pending() override {
+    pollfd p{fuse_session_fd(se_), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+  }
+  int Fd() const override { return fuse_session_fd(se_); }
+
+ private:
+  class SessionReader final : public Reader {
+   public:
+    explicit SessionReader(fuse_session* se) : se_(se) {}
+    ~SessionReader() override { std::free(buf_.mem); }
+    SessionReader(const SessionReader&) = delete;
+    SessionReader& operator=(const SessionReader&) = delete;
+
+    int Read() override {
+      int n = fuse_session_receive_buf(se_, &buf_);
+      return fuse_session_exited(se_) ? 0 : n;  // 0 also when the kernel ended the connection
+    }
+    bool Busy() const override {
+      fuse_in_header h;
+      if (buf_.mem == nullptr || buf_.size < sizeof h) return false;
+      std::memcpy(&h, buf_.mem, sizeof h);
+      switch (h.opcode) {
+        case FUSE_READ:
+        case FUSE_WRITE:
+        case FUSE_READDIR:
+        case FUSE_READDIRPLUS:
+        case FUSE_COPY_FILE_RANGE:
+          return true;
+        default:
+          return false;
+      }
+    }
+    void Run() override { fuse_session_process_buf(se_, &buf_); }
+
+   private:
+    fuse_session* const se_;
+    fuse_buf buf_{};
+  };
+
+  fuse_session* const se_;
+};
 
 }  // namespace
 
@@ -107,13 +162,10 @@ absl::Status FuseServer::Mount() {
 void FuseServer::Start(std::function<void()> on_exit) {
   running_ = true;
   loop_ = std::thread([this, on_exit = std::move(on_exit)] {
-    fuse_loop_config* cfg = fuse_loop_cfg_create();
-    fuse_loop_cfg_set_max_threads(cfg, opts_.max_threads);
-    fuse_loop_cfg_set_idle_threads(cfg, std::max(1, opts_.max_threads / 2));
-    fuse_loop_cfg_set_clone_fd(cfg, 0);
-    int rc = fuse_session_loop_mt(se_, cfg);
-    fuse_loop_cfg_destroy(cfg);
-    if (rc != 0) spdlog::info("FUSE loop ended ({})", rc);
+    SessionDevice device(se_);
+    DeviceLoop loop(&device, opts_.max_threads);
+    int rc = loop.Run();
+    if (rc != 0) spdlog::info("FUSE loop ended: {}", strerror(-rc));
     running_ = false;
     if (on_exit) on_exit();
   });

@@ -1,6 +1,7 @@
 // FuseServer: the libfuse low-level session of a mount: builds the operation table from the
-// ops_* groups, mounts, runs the multi-threaded loop on its own thread, and unmounts. It also
-// implements KernelNotifier (fuse_lowlevel_notify_inval_*) for the event subscriber.
+// ops_* groups, mounts, runs the request loop (device_loop.h) on its own thread, and
+// unmounts. It also implements KernelNotifier (fuse_lowlevel_notify_inval_*) for the event
+// subscriber.
 //
 // Thread-safety: Mount/Run/Unmount from the owner (main) thread; the notifier methods from the
 // subscriber thread.

@@ -14,6 +14,7 @@
 #include <memory>
 
 
+#include "shared/blocking.h"
 #include "shared/strings.h"
 #include "shared/status.h"
 
@@ -163,6 +164,7 @@ absl::StatusOr<ClientResponse> HttpClient::Do(std::string_view method, std::stri
                                               std::string_view target, const Headers& headers,
                                               std::string_view body,
                                               const std::function<absl::Status(std::string_view)>& on_body) {
+  AboutToBlock();
   std::string key(host_port);
   for (int attempt = 0; attempt < 2; ++attempt) {
     int fd = attempt == 0 ? TakeIdle(key) : -1;

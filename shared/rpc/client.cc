@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "shared/blocking.h"
 #include "shared/rpc/tls.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -327,7 +328,11 @@ class ClientConn {
   // One recv() into the read buffer; OK when it timed out empty.
   absl::Status RecvSome() {
     if (rbuf_.size() < rlen_ + kReadChunk) rbuf_.resize(rlen_ + kReadChunk);
-    if (ssl_ != nullptr) return RecvSomeTls();
+    if (ssl_ != nullptr) {
+      AboutToBlock();
+      return RecvSomeTls();
+    }
+    AwaitReadable(fd_, kRecvSliceMs);  // a lent thread keeps its lender's work in view
     ssize_t n = recv(fd_, rbuf_.data() + rlen_, rbuf_.size() - rlen_, 0);
     if (n > 0) {
       rlen_ += n;
@@ -564,6 +569,7 @@ absl::StatusOr<std::shared_ptr<ClientConn>> Channel::Conn(Clock::time_point dead
 }
 
 absl::StatusOr<std::shared_ptr<ClientConn>> Channel::NewConn(Clock::time_point deadline) {
+  AboutToBlock();
   ASSIGN_OR_RETURN(int fd, Dial(address_, deadline));
   auto conn = std::make_shared<ClientConn>(address_, fd, opts_.max_payload);
   RETURN_IF_ERROR(conn->Upgrade(deadline, opts_.upgrade_headers ? opts_.upgrade_headers() : std::string()));
@@ -626,6 +632,7 @@ absl::Status Channel::Call(uint16_t method, const SerializedRequest& req, google
 absl::StatusOr<std::unique_ptr<ClientStream>> Channel::OpenStream(uint16_t method,
                                                                   const google::protobuf::MessageLite& req,
                                                                   std::chrono::milliseconds connect_timeout) {
+  AboutToBlock();
   // A stream gets a connection of its own: its reader waits for messages for as long as the
   // stream lives, and must not stand between the unary callers and their replies.
   ASSIGN_OR_RETURN(std::shared_ptr<ClientConn> conn, NewConn(Clock::now() + connect_timeout));

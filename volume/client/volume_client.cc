@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "proto/volume.grpc.pb.h"
+#include "shared/blocking.h"
 #include "shared/grpc_status.h"
 #include "shared/status.h"
 #include "shared/strings.h"
@@ -229,6 +230,7 @@ namespace {
 template <typename Req, typename Resp, typename Method>
 absl::Status Call(VolumeService::Stub* stub, Method method, const Req& req, Resp* resp,
                   std::string_view what, int deadline_s = 30) {
+  AboutToBlock();
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
   grpc::Status s = (stub->*method)(&ctx, req, resp);

@@ -1,0 +1,97 @@
+#include "mount/fuse/device_loop.h"
+
+#include <cerrno>
+#include <utility>
+
+namespace kelp::mount::fuse {
+
+DeviceLoop::DeviceLoop(RequestDevice* device, int max_threads)
+    : device_(device), max_threads_(max_threads < 1 ? 1 : max_threads) {}
+
+int DeviceLoop::Run() {
+  {
+    MutexLock lock(mu_);
+    ++threads_;
+  }
+  Work();
+  std::vector<std::thread> started;
+  {
+    MutexLock lock(mu_);
+    started = std::move(started_);  // done_ is set: no thread starts after this
+  }
+  for (auto& t : started) t.join();
+  MutexLock lock(mu_);
+  return error_;
+}
+
+void DeviceLoop::Work() {
+  std::unique_ptr<RequestDevice::Reader> reader = device_->NewReader();
+  MutexLock lock(mu_);
+  for (;;) {
+    while (taken_ && !done_) {
+      ++idle_;
+      cv_.Wait(lock);
+      --idle_;
+    }
+    if (done_) return;
+    taken_ = true;
+    lock.Unlock();
+    int end = ReadAndRun(*reader);
+    lock.Lock();
+    if (end <= 0) {
+      done_ = true;
+      if (end < 0 && error_ == 0) error_ = end;
+      cv_.NotifyAll();
+      return;
+    }
+  }
+}
+
+int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
+  for (;;) {
+    int n = reader.Read();
+    if (n == -EINTR || n == -EAGAIN) continue;
+    if (n <= 0) return n;
+    if (reader.Busy() && device_->Pending()) {
+      PassDevice();
+    } else {
+      LendThread(this);  // run it here; a wait inside passes the device on (OnBlocking)
+    }
+    reader.Run();
+    if (ThreadLentTo() != this) return 1;  // the device went to another thread
+    LendThread(nullptr);
+  }
+}
+
+void DeviceLoop::OnBlocking() {
+  {
+    MutexLock lock(mu_);
+    ++handoffs_;
+  }
+  PassDevice();
+}
+
+void DeviceLoop::PassDevice() {
+  MutexLock lock(mu_);
+  taken_ = false;
+  if (done_) return;
+  if (idle_ > 0) {
+    cv_.NotifyOne();
+  } else if (threads_ < max_threads_) {
+    ++threads_;
+    started_.emplace_back([this] { Work(); });
+  }
+  // Else every thread is busy: the first to finish reads next.
+}
+
+int DeviceLoop::threads() const {
+  MutexLock lock(mu_);
+  return threads_;
+}
+
+uint64_t DeviceLoop::handoffs() const {
+  MutexLock lock(mu_);
+  return handoffs_;
+}
+
+}  // namespace kelp::mount::fuse

@@ -1,0 +1,90 @@
+// DeviceLoop: the threads that read the FUSE device and run its requests.
+//
+// One thread at a time reads the device, and runs the request it read itself before it reads
+// the next: a program's sequence of requests (a create's GETATTR, LOOKUP, CREATE, FLUSH,
+// RELEASE) costs no thread switch in the mount beyond the device's own wake-ups. The device
+// goes to another thread (an idle one woken, or one started, up to max_threads) when the
+// request is about to block (a condition wait, a volume exchange: shared/blocking.h), or when
+// it moves data and more requests wait, so requests still run in parallel. A filer RPC's
+// reply is awaited with the device in view: the device passes on only if a request comes
+// before the reply. libfuse's own loop has every idle thread read the device, and a close's
+// RELEASE then runs on one thread beside the program's next request on another
+// (docs/mount.md, "FUSE threads").
+//
+// Thread-safety: Run() from one thread; the device's Reader runs on the loop's threads.
+#pragma once
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "shared/blocking.h"
+#include "shared/mutex.h"
+
+namespace kelp::mount::fuse {
+
+// What the loop reads: the FUSE session, or a queue in tests.
+class RequestDevice {
+ public:
+  // One thread's buffer for one request.
+  class Reader {
+   public:
+    virtual ~Reader() = default;
+    // Blocks for the next request: > 0 when one came, 0 when the device ended (unmounted),
+    // -EINTR or -EAGAIN to read again, another -errno when it failed.
+    virtual int Read() = 0;
+    // Whether the request Read() returned keeps a thread busy by itself (moves data: a read,
+    // a write, a listing): it runs beside the others waiting, rather than before them.
+    virtual bool Busy() const = 0;
+    // Runs the request Read() returned.
+    virtual void Run() = 0;
+  };
+  virtual ~RequestDevice() = default;
+  virtual std::unique_ptr<Reader> NewReader() = 0;
+  // Whether another request waits to be read (never blocks).
+  virtual bool Pending() = 0;
+  // A descriptor readable while a request waits, or -1 (shared/blocking.h, WorkFd).
+  virtual int Fd() const { return -1; }
+};
+
+class DeviceLoop final : public BlockingListener {
+ public:
+  DeviceLoop(RequestDevice* device, int max_threads);
+  DeviceLoop(const DeviceLoop&) = delete;
+  DeviceLoop& operator=(const DeviceLoop&) = delete;
+
+  // Runs the loop on the calling thread and up to max_threads - 1 more; returns when the
+  // device ended (0) or failed (-errno), after every request taken has finished.
+  int Run();
+
+  // Threads started so far (the caller's included).
+  int threads() const;
+  // Times the device went to another thread because a request was about to block.
+  uint64_t handoffs() const;
+
+ private:
+  void Work();
+  // Reads and runs requests while this thread has the device: 1 when it passed the device
+  // on, else the device's end (0 or -errno).
+  int ReadAndRun(RequestDevice::Reader& reader);
+  // Lets another thread read: an idle one, or a new one.
+  void PassDevice();
+  void OnBlocking() override;
+  int WorkFd() const override { return device_->Fd(); }
+
+  RequestDevice* const device_;
+  const int max_threads_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool taken_ ABSL_GUARDED_BY(mu_) =
+      false;  // a thread reads, or runs a request meaning to read next
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  int error_ ABSL_GUARDED_BY(mu_) = 0;
+  int threads_ ABSL_GUARDED_BY(mu_) = 0;
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t handoffs_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::thread> started_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kelp::mount::fuse

@@ -1,0 +1,58 @@
+// Telling a thread's lender that the thread is about to block.
+//
+// A loop that runs a request on the thread that read it (the mount's FUSE device loop) must not
+// stall while that request waits: it lends the thread with a BlockingListener, and code that
+// is about to wait (a condition variable, an RPC's reply, an HTTP exchange) calls
+// AboutToBlock() first, which tells the listener once so that it can let another thread read
+// in the meantime. Without a listener it costs one thread-local load.
+#pragma once
+
+#include <poll.h>
+
+namespace kelp {
+
+class BlockingListener {
+ public:
+  virtual ~BlockingListener() = default;
+  // Runs on the lent thread, once, before its first wait; the listener is dropped first.
+  virtual void OnBlocking() = 0;
+  // A descriptor that turns readable when the lender has work for another thread (the FUSE
+  // device), or -1. A wait on a socket watches it beside the socket and tells the lender only
+  // when it fires first: a reply that comes first costs the lender nothing.
+  virtual int WorkFd() const { return -1; }
+};
+
+namespace internal {
+inline thread_local BlockingListener* t_blocking_listener = nullptr;
+}  // namespace internal
+
+// Lends the calling thread to listener until the next AboutToBlock() (or Lend(nullptr)).
+inline void LendThread(BlockingListener* listener) { internal::t_blocking_listener = listener; }
+// The listener the thread is still lent to: null once AboutToBlock() told it.
+inline BlockingListener* ThreadLentTo() { return internal::t_blocking_listener; }
+
+// Called before a wait that may be long.
+inline void AboutToBlock() {
+  if (BlockingListener* l = internal::t_blocking_listener) {
+    internal::t_blocking_listener = nullptr;
+    l->OnBlocking();
+  }
+}
+
+// Waits up to timeout_ms for fd to turn readable, as a thread about to recv() from it: when
+// the thread is lent, the lender's WorkFd() is watched too and the lender told (AboutToBlock)
+// if it fires before fd does, or fd stays silent for timeout_ms; without a WorkFd the lender
+// is told at once.
+inline void AwaitReadable(int fd, int timeout_ms) {
+  BlockingListener* l = internal::t_blocking_listener;
+  if (l == nullptr) return;  // recv() itself waits
+  pollfd p[2] = {{fd, POLLIN, 0}, {l->WorkFd(), POLLIN, 0}};
+  if (p[1].fd < 0) {
+    AboutToBlock();
+    return;
+  }
+  int n = ::poll(p, 2, timeout_ms);
+  if (n <= 0 || (p[0].revents == 0 && (p[1].revents & POLLIN) != 0)) AboutToBlock();
+}
+
+}  // namespace kelp
