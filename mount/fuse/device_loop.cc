@@ -52,20 +52,43 @@ int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
     int n = reader.Read();
     if (n == -EINTR || n == -EAGAIN) continue;
     if (n <= 0) return n;
-    if (reader.Busy() && device_->Pending()) {
-      PassDevice();
-    } else {
-      LendThread(this);  // run it here; a wait inside passes the device on (OnBlocking)
+    BlockingListener* lent = this;  // run it here; a wait inside passes the device on
+    if (reader.Busy() && running_.load(std::memory_order_relaxed) > 0) {
+      // Others run requests too: the first of them to come back reads next (or another
+      // thread, should this one wait first: freed_).
+      FreeDevice();
+      lent = &freed_;
+    } else if (reader.Busy() && device_->Pending()) {
+      PassDevice();  // a second thread reads at once
+      lent = nullptr;
     }
+    LendThread(lent);
+    running_.fetch_add(1, std::memory_order_relaxed);
     reader.Run();
-    if (ThreadLentTo() != this) return 1;  // the device went to another thread
+    running_.fetch_sub(1, std::memory_order_relaxed);
+    bool still_own = lent == this && ThreadLentTo() == this;
     LendThread(nullptr);
+    if (!still_own) return 1;  // the device went to another thread
   }
 }
 
 void DeviceLoop::OnBlocking() {
   {
     MutexLock lock(mu_);
+    ++handoffs_;
+  }
+  PassDevice();
+}
+
+void DeviceLoop::FreeDevice() {
+  MutexLock lock(mu_);
+  taken_ = false;
+}
+
+void DeviceLoop::WakeIfFree() {
+  {
+    MutexLock lock(mu_);
+    if (taken_) return;
     ++handoffs_;
   }
   PassDevice();

@@ -5,15 +5,18 @@
 // RELEASE) costs no thread switch in the mount beyond the device's own wake-ups. The device
 // goes to another thread (an idle one woken, or one started, up to max_threads) when the
 // request is about to block (a condition wait, a volume exchange: shared/blocking.h), or when
-// it moves data and more requests wait, so requests still run in parallel. A filer RPC's
-// reply is awaited with the device in view: the device passes on only if a request comes
-// before the reply. libfuse's own loop has every idle thread read the device, and a close's
-// RELEASE then runs on one thread beside the program's next request on another
+// it moves data and more requests wait, so requests still run in parallel; when other threads
+// are running requests already, a request that moves data leaves the device to the first of
+// them to come back rather than waking one more (one is woken if the request waits first). A
+// filer RPC's reply is awaited with the device in view: the device passes on only if a
+// request comes before the reply. libfuse's own loop has every idle thread read the device,
+// and a close's RELEASE then runs on one thread beside the program's next request on another
 // (docs/mount.md, "FUSE threads").
 //
 // Thread-safety: Run() from one thread; the device's Reader runs on the loop's threads.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -70,10 +73,28 @@ class DeviceLoop final : public BlockingListener {
   int ReadAndRun(RequestDevice::Reader& reader);
   // Lets another thread read: an idle one, or a new one.
   void PassDevice();
+  // Lets the first thread that comes back from a request read next.
+  void FreeDevice();
+  // Lets another thread read if none does: a thread that left the device free is about to
+  // wait.
+  void WakeIfFree();
   void OnBlocking() override;
   int WorkFd() const override { return device_->Fd(); }
 
+  // Lent to a thread that left the device free (FreeDevice): if it is about to wait before
+  // another thread came back to the device, one is woken for it.
+  class FreedThread final : public BlockingListener {
+   public:
+    explicit FreedThread(DeviceLoop* loop) : loop_(loop) {}
+    void OnBlocking() override { loop_->WakeIfFree(); }
+    int WorkFd() const override { return loop_->WorkFd(); }
+
+   private:
+    DeviceLoop* const loop_;
+  };
+
   RequestDevice* const device_;
+  FreedThread freed_{this};
   const int max_threads_;
   mutable Mutex mu_;
   CondVar cv_;
@@ -85,6 +106,7 @@ class DeviceLoop final : public BlockingListener {
   int idle_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t handoffs_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> started_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> running_{0};  // threads inside a request
 };
 
 }  // namespace kelp::mount::fuse

@@ -196,6 +196,49 @@ TEST_CASE("device loop: a request moving data runs beside the others waiting") {
   CHECK(loop.handoffs() == 0);
 }
 
+TEST_CASE("device loop: a data request left to the others lets another thread read when it waits") {
+  QueueDevice dev;
+  DeviceLoop loop(&dev, 8);
+  int rc = 1;
+  std::thread runner([&] { rc = loop.Run(); });
+  Mutex mu;
+  CondVar cv;
+  bool x_waits = false, y_waits = false, z_ran = false, release_x = false;
+  auto wait_for = [&](bool& flag) {
+    MutexLock lock(mu);
+    auto end = std::chrono::steady_clock::now() + 10s;
+    while (!flag && std::chrono::steady_clock::now() < end) cv.WaitUntil(lock, end);
+    return flag;
+  };
+  auto set = [&](bool& flag) {
+    MutexLock lock(mu);
+    flag = true;
+    cv.NotifyAll();
+  };
+  // X runs (and waits) on one thread, so the data request Y that comes next leaves the device
+  // to "the first thread to come back"; when Y waits too, nobody would read Z.
+  dev.Push([&] {
+    set(x_waits);
+    wait_for(release_x);
+  });
+  REQUIRE(wait_for(x_waits));
+  std::atomic<bool> y_saw_z{false};
+  dev.Push(
+      [&] {
+        set(y_waits);
+        y_saw_z = wait_for(z_ran);
+      },
+      true);
+  REQUIRE(wait_for(y_waits));
+  dev.Push([&] { set(z_ran); });
+  CHECK(wait_for(z_ran));
+  set(release_x);
+  dev.End(0);
+  runner.join();
+  CHECK(rc == 0);
+  CHECK(y_saw_z);
+}
+
 TEST_CASE(
     "device loop: a lent thread waiting on a socket passes the device only when a request comes "
     "first") {
