@@ -108,16 +108,36 @@ bool SpinUntil(const std::atomic<bool>& flag, std::chrono::milliseconds limit = 
   return true;
 }
 
-TEST_CASE("device loop: requests that come one at a time run on the thread that read them") {
+// A DeviceLoop over a QueueDevice, run on a thread of its own from Start() on; Stop() ends the
+// device and returns what Run() returned.
+struct RunningLoop {
+  explicit RunningLoop(int max_threads) : loop(&dev, max_threads) {}
+  ~RunningLoop() {
+    if (runner.joinable()) Stop(0);
+  }
+  void Start() {
+    runner = std::thread([this] { rc = loop.Run(); });
+  }
+  int Stop(int end) {
+    dev.End(end);
+    runner.join();
+    return rc;
+  }
+
   QueueDevice dev;
-  DeviceLoop loop(&dev, 8);
+  DeviceLoop loop;
   int rc = 1;
-  std::thread runner([&] { rc = loop.Run(); });
+  std::thread runner;
+};
+
+TEST_CASE("device loop: requests that come one at a time run on the thread that read them") {
+  RunningLoop r(8);
+  r.Start();
   Mutex mu;
   std::set<std::thread::id> ran_on;
   for (int i = 0; i < 50; ++i) {
     std::atomic<bool> done{false};
-    dev.Push([&] {
+    r.dev.Push([&] {
       {
         MutexLock lock(mu);
         ran_on.insert(std::this_thread::get_id());
@@ -126,24 +146,20 @@ TEST_CASE("device loop: requests that come one at a time run on the thread that 
     });
     REQUIRE(SpinUntil(done));
   }
-  dev.End(0);
-  runner.join();
-  CHECK(rc == 0);
+  CHECK(r.Stop(0) == 0);
   CHECK(ran_on.size() == 1);
-  CHECK(loop.threads() == 1);
-  CHECK(loop.handoffs() == 0);
+  CHECK(r.loop.threads() == 1);
+  CHECK(r.loop.handoffs() == 0);
 }
 
 TEST_CASE("device loop: a request that waits lets the next one run on another thread") {
-  QueueDevice dev;
-  DeviceLoop loop(&dev, 8);
-  int rc = 1;
-  std::thread runner([&] { rc = loop.Run(); });
+  RunningLoop r(8);
+  r.Start();
   Mutex mu;
   CondVar cv;
   bool second_ran = false;
   std::atomic<bool> first_waits{false}, first_done{false}, first_saw_second{false};
-  dev.Push([&] {
+  r.dev.Push([&] {
     MutexLock lock(mu);
     first_waits = true;
     auto end = std::chrono::steady_clock::now() + 10s;
@@ -152,55 +168,47 @@ TEST_CASE("device loop: a request that waits lets the next one run on another th
     first_done = true;
   });
   REQUIRE(SpinUntil(first_waits));
-  dev.Push([&] {
+  r.dev.Push([&] {
     MutexLock lock(mu);
     second_ran = true;
     cv.NotifyAll();
   });
   REQUIRE(SpinUntil(first_done));
   CHECK(first_saw_second);  // without the hand-off the first waited out its 10 s alone
-  dev.End(0);
-  runner.join();
-  CHECK(rc == 0);
-  CHECK(loop.threads() == 2);
-  CHECK(loop.handoffs() == 1);
+  CHECK(r.Stop(0) == 0);
+  CHECK(r.loop.threads() == 2);
+  CHECK(r.loop.handoffs() == 1);
 }
 
 TEST_CASE("device loop: a request moving data runs beside the others waiting") {
-  QueueDevice dev;
-  DeviceLoop loop(&dev, 8);
+  RunningLoop r(8);
   std::atomic<bool> a_started{false}, b_started{false}, a_saw_b{false}, b_saw_a{false};
   // Neither request waits on anything that would pass the device: only the busy hand-off at
   // the read lets the two run at once.
-  dev.Push(
+  r.dev.Push(
       [&] {
         a_started = true;
         a_saw_b = SpinUntil(b_started, 5s);
       },
       true);
-  dev.Push(
+  r.dev.Push(
       [&] {
         b_started = true;
         b_saw_a = SpinUntil(a_started, 5s);
       },
       true);
-  int rc = 1;
-  std::thread runner([&] { rc = loop.Run(); });
+  r.Start();
   REQUIRE(SpinUntil(a_started));
   REQUIRE(SpinUntil(b_started));
-  dev.End(0);
-  runner.join();
-  CHECK(rc == 0);
+  CHECK(r.Stop(0) == 0);
   CHECK(a_saw_b);
   CHECK(b_saw_a);
-  CHECK(loop.handoffs() == 0);
+  CHECK(r.loop.handoffs() == 0);
 }
 
 TEST_CASE("device loop: a data request left to the others lets another thread read when it waits") {
-  QueueDevice dev;
-  DeviceLoop loop(&dev, 8);
-  int rc = 1;
-  std::thread runner([&] { rc = loop.Run(); });
+  RunningLoop r(8);
+  r.Start();
   Mutex mu;
   CondVar cv;
   bool x_waits = false, y_waits = false, z_ran = false, release_x = false;
@@ -217,54 +225,50 @@ TEST_CASE("device loop: a data request left to the others lets another thread re
   };
   // X runs (and waits) on one thread, so the data request Y that comes next leaves the device
   // to "the first thread to come back"; when Y waits too, nobody would read Z.
-  dev.Push([&] {
+  r.dev.Push([&] {
     set(x_waits);
     wait_for(release_x);
   });
   REQUIRE(wait_for(x_waits));
   std::atomic<bool> y_saw_z{false};
-  dev.Push(
+  r.dev.Push(
       [&] {
         set(y_waits);
         y_saw_z = wait_for(z_ran);
       },
       true);
   REQUIRE(wait_for(y_waits));
-  dev.Push([&] { set(z_ran); });
+  r.dev.Push([&] { set(z_ran); });
   CHECK(wait_for(z_ran));
   set(release_x);
-  dev.End(0);
-  runner.join();
-  CHECK(rc == 0);
+  CHECK(r.Stop(0) == 0);
   CHECK(y_saw_z);
 }
 
 TEST_CASE(
     "device loop: a lent thread waiting on a socket passes the device only when a request comes "
     "first") {
-  QueueDevice dev;
-  dev.set_watchable(true);
-  DeviceLoop loop(&dev, 8);
-  int rc = 1;
-  std::thread runner([&] { rc = loop.Run(); });
+  RunningLoop r(8);
+  r.dev.set_watchable(true);
+  r.Start();
   int sv[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 
   // The reply is there before the wait: the thread keeps the device.
   std::atomic<bool> done{false};
   REQUIRE(write(sv[1], "x", 1) == 1);
-  dev.Push([&] {
+  r.dev.Push([&] {
     AwaitReadable(sv[0], 5000);
     char c;
     if (read(sv[0], &c, 1) == 1) done = true;
   });
   REQUIRE(SpinUntil(done));
-  CHECK(loop.handoffs() == 0);
+  CHECK(r.loop.handoffs() == 0);
 
   // A request comes while the first waits for its reply: the device passes, and the second
   // request (which sends the reply) runs.
   std::atomic<bool> waiting{false}, got{false};
-  dev.Push([&] {
+  r.dev.Push([&] {
     waiting = true;
     AwaitReadable(sv[0], 5000);  // as the RPC client before its recv()
     char c;
@@ -272,21 +276,18 @@ TEST_CASE(
     got = true;
   });
   REQUIRE(SpinUntil(waiting));
-  dev.Push([&] {
+  r.dev.Push([&] {
     if (write(sv[1], "y", 1) != 1) std::abort();
   });
   REQUIRE(SpinUntil(got));
-  CHECK(loop.handoffs() == 1);
-  dev.End(0);
-  runner.join();
-  CHECK(rc == 0);
+  CHECK(r.loop.handoffs() == 1);
+  CHECK(r.Stop(0) == 0);
   close(sv[0]);
   close(sv[1]);
 }
 
 TEST_CASE("device loop: threads stop at max_threads and the loop returns the device's error") {
-  QueueDevice dev;
-  DeviceLoop loop(&dev, 2);
+  RunningLoop r(2);
   Mutex mu;
   CondVar cv;
   int waiting = 0;
@@ -296,12 +297,12 @@ TEST_CASE("device loop: threads stop at max_threads and the loop returns the dev
     MutexLock lock(mu);
     ++waiting;
     cv.NotifyAll();
-    while (!release) cv.Wait(lock);
+    auto end = std::chrono::steady_clock::now() + 10s;  // bounded, should the test fail first
+    while (!release && std::chrono::steady_clock::now() < end) cv.WaitUntil(lock, end);
     ++finished;
   };
-  int rc = 1;
-  std::thread runner([&] { rc = loop.Run(); });
-  for (int i = 0; i < 3; ++i) dev.Push(blocker);
+  r.Start();
+  for (int i = 0; i < 3; ++i) r.dev.Push(blocker);
   {
     // Two run; the third waits for a thread, as the FUSE device's requests would.
     MutexLock lock(mu);
@@ -313,11 +314,9 @@ TEST_CASE("device loop: threads stop at max_threads and the loop returns the dev
     release = true;
     cv.NotifyAll();
   }
-  dev.End(-EIO);
-  runner.join();
-  CHECK(rc == -EIO);
+  CHECK(r.Stop(-EIO) == -EIO);
   CHECK(finished == 3);  // every request taken ran before Run() returned
-  CHECK(loop.threads() == 2);
+  CHECK(r.loop.threads() == 2);
 }
 
 }  // namespace
