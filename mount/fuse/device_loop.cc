@@ -73,11 +73,9 @@ int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
 }
 
 void DeviceLoop::OnBlocking() {
-  {
-    MutexLock lock(mu_);
-    ++handoffs_;
-  }
-  PassDevice();
+  MutexLock lock(mu_);
+  ++handoffs_;
+  PassDeviceLocked();
 }
 
 void DeviceLoop::FreeDevice() {
@@ -86,16 +84,18 @@ void DeviceLoop::FreeDevice() {
 }
 
 void DeviceLoop::WakeIfFree() {
-  {
-    MutexLock lock(mu_);
-    if (taken_) return;
-    ++handoffs_;
-  }
-  PassDevice();
+  MutexLock lock(mu_);
+  if (taken_) return;  // a thread came back and reads
+  ++handoffs_;
+  PassDeviceLocked();
 }
 
 void DeviceLoop::PassDevice() {
   MutexLock lock(mu_);
+  PassDeviceLocked();
+}
+
+void DeviceLoop::PassDeviceLocked() {
   taken_ = false;
   if (done_) return;
   if (idle_ > 0) {

@@ -73,6 +73,7 @@ class DeviceLoop final : public BlockingListener {
   int ReadAndRun(RequestDevice::Reader& reader);
   // Lets another thread read: an idle one, or a new one.
   void PassDevice();
+  void PassDeviceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lets the first thread that comes back from a request read next.
   void FreeDevice();
   // Lets another thread read if none does: a thread that left the device free is about to

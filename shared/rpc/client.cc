@@ -632,7 +632,6 @@ absl::Status Channel::Call(uint16_t method, const SerializedRequest& req, google
 absl::StatusOr<std::unique_ptr<ClientStream>> Channel::OpenStream(uint16_t method,
                                                                   const google::protobuf::MessageLite& req,
                                                                   std::chrono::milliseconds connect_timeout) {
-  AboutToBlock();
   // A stream gets a connection of its own: its reader waits for messages for as long as the
   // stream lives, and must not stand between the unary callers and their replies.
   ASSIGN_OR_RETURN(std::shared_ptr<ClientConn> conn, NewConn(Clock::now() + connect_timeout));
