@@ -2,8 +2,15 @@
 
 #include <cerrno>
 #include <utility>
+#include <vector>
 
 namespace kelp::mount::fuse {
+namespace {
+
+// Requests a thread puts off behind waiting ones at most (ReadAndRun).
+constexpr size_t kMaxDeferred = 64;
+
+}  // namespace
 
 DeviceLoop::DeviceLoop(RequestDevice* device, int max_threads)
     : device_(device), max_threads_(max_threads < 1 ? 1 : max_threads) {}
@@ -48,10 +55,29 @@ void DeviceLoop::Work() {
 }
 
 int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
+  // Requests put off behind one that was waiting; run right after it.
+  std::vector<std::function<void()>> deferred;
+  auto run_deferred = [&] {
+    for (auto& run : deferred) run();
+    deferred.clear();
+  };
   for (;;) {
     int n = reader.Read();
     if (n == -EINTR || n == -EAGAIN) continue;
-    if (n <= 0) return n;
+    if (n <= 0) {
+      run_deferred();
+      return n;
+    }
+    if (std::function<void()> later = reader.TakeDeferrable()) {
+      // It never waits (a read-only file's release): run here, unlent, now or after the
+      // requests already waiting.
+      if (deferred.size() < kMaxDeferred && device_->Pending()) {
+        deferred.push_back(std::move(later));
+      } else {
+        later();
+      }
+      continue;
+    }
     BlockingListener* lent = this;  // run it here; a wait inside passes the device on
     if (reader.Busy() && running_.load(std::memory_order_relaxed) > 0) {
       // Others run requests too: the first of them to come back reads next (or another
@@ -68,6 +94,7 @@ int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
     running_.fetch_sub(1, std::memory_order_relaxed);
     bool still_own = lent == this && ThreadLentTo() == this;
     LendThread(nullptr);
+    run_deferred();
     if (!still_own) return 1;  // the device went to another thread
   }
 }

@@ -11,12 +11,15 @@
 // filer RPC's reply is awaited with the device in view: the device passes on only if a
 // request comes before the reply. libfuse's own loop has every idle thread read the device,
 // and a close's RELEASE then runs on one thread beside the program's next request on another
-// (docs/mount.md, "FUSE threads").
+// (docs/mount.md, "FUSE threads"). A request nobody waits for (Reader::TakeDeferrable) that
+// finds another already waiting runs right after that one, on the same thread: an nginx
+// worker's next open does not wait behind the release of the file it just closed.
 //
 // Thread-safety: Run() from one thread; the device's Reader runs on the loop's threads.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -42,6 +45,11 @@ class RequestDevice {
     virtual bool Busy() const = 0;
     // Runs the request Read() returned.
     virtual void Run() = 0;
+    // When the request Read() returned is one nobody waits for, that never waits itself and
+    // may run after requests read later (the release of a file opened read-only), the request
+    // as a function of its own (holding a copy: the reader's buffer is reused); else an empty
+    // function, and Run() runs it.
+    virtual std::function<void()> TakeDeferrable() { return {}; }
   };
   virtual ~RequestDevice() = default;
   virtual std::unique_ptr<Reader> NewReader() = 0;

@@ -13,7 +13,9 @@
 #include <deque>
 #include <functional>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "shared/blocking.h"
 #include "shared/mutex.h"
@@ -30,14 +32,15 @@ class QueueDevice final : public RequestDevice {
   struct Request {
     std::function<void()> run;
     bool busy = false;
+    bool deferrable = false;  // nobody waits for it (TakeDeferrable)
   };
 
   QueueDevice() : efd_(eventfd(0, EFD_NONBLOCK)) {}
   ~QueueDevice() override { close(efd_); }
 
-  void Push(std::function<void()> run, bool busy = false) {
+  void Push(std::function<void()> run, bool busy = false, bool deferrable = false) {
     MutexLock lock(mu_);
-    queue_.push_back({std::move(run), busy});
+    queue_.push_back({std::move(run), busy, deferrable});
     Signal();
     cv_.NotifyAll();
   }
@@ -72,6 +75,9 @@ class QueueDevice final : public RequestDevice {
     }
     bool Busy() const override { return req_.busy; }
     void Run() override { req_.run(); }
+    std::function<void()> TakeDeferrable() override {
+      return req_.deferrable ? std::move(req_.run) : std::function<void()>();
+    }
 
    private:
     QueueDevice* const d_;
@@ -317,6 +323,40 @@ TEST_CASE("device loop: threads stop at max_threads and the loop returns the dev
   CHECK(r.Stop(-EIO) == -EIO);
   CHECK(finished == 3);  // every request taken ran before Run() returned
   CHECK(r.loop.threads() == 2);
+}
+
+TEST_CASE("device loop: a request nobody waits for runs after the ones already waiting") {
+  RunningLoop r(8);
+  Mutex mu;
+  std::vector<std::string> order;
+  std::set<std::thread::id> ran_on;
+  auto note = [&](const char* what) {
+    MutexLock lock(mu);
+    order.push_back(what);
+    ran_on.insert(std::this_thread::get_id());
+  };
+  // Both queued before the loop starts: the first finds the second waiting.
+  r.dev.Push([&] { note("release"); }, false, true);
+  std::atomic<bool> open_ran{false};
+  r.dev.Push([&] {
+    note("open");
+    open_ran = true;
+  });
+  r.Start();
+  REQUIRE(SpinUntil(open_ran));
+  // Alone, it runs at once; and the one put off ran before the loop went back to waiting.
+  std::atomic<bool> alone_ran{false};
+  r.dev.Push(
+      [&] {
+        note("alone");
+        alone_ran = true;
+      },
+      false, true);
+  REQUIRE(SpinUntil(alone_ran));
+  CHECK(r.Stop(0) == 0);
+  MutexLock lock(mu);
+  CHECK(order == std::vector<std::string>{"open", "release", "alone"});
+  CHECK(ran_on.size() == 1);  // on the reading thread: no thread woken for it
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "mount/fuse/fuse_server.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/fuse.h>
 #include <poll.h>
@@ -10,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "mount/fuse/device_loop.h"
@@ -97,6 +100,25 @@ class SessionDevice final : public RequestDevice {
       }
     }
     void Run() override { fuse_session_process_buf(se_, &buf_); }
+    // The release of a file opened read-only: the kernel sends it after close() returned, and
+    // it has nothing to flush (Filesystem::Release then only counts the handle gone).
+    std::function<void()> TakeDeferrable() override {
+      if ((buf_.flags & FUSE_BUF_IS_FD) || buf_.mem == nullptr) return {};
+      fuse_in_header h;
+      fuse_release_in in;
+      if (buf_.size < sizeof h + sizeof in) return {};
+      std::memcpy(&h, buf_.mem, sizeof h);
+      if (h.opcode != FUSE_RELEASE) return {};
+      std::memcpy(&in, static_cast<const char*>(buf_.mem) + sizeof h, sizeof in);
+      if ((in.flags & O_ACCMODE) != O_RDONLY) return {};
+      auto copy = std::make_shared<std::string>(static_cast<const char*>(buf_.mem), buf_.size);
+      return [se = se_, copy] {
+        fuse_buf b{};
+        b.size = copy->size();
+        b.mem = copy->data();
+        fuse_session_process_buf(se, &b);
+      };
+    }
 
    private:
     fuse_session* const se_;
