@@ -74,6 +74,7 @@ int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
       if (deferred.size() < kMaxDeferred && device_->Pending()) {
         deferred.push_back(std::move(later));
       } else {
+        run_deferred();  // what was waiting were more of these: in order, before the wait
         later();
       }
       continue;

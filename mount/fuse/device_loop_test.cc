@@ -353,9 +353,24 @@ TEST_CASE("device loop: a request nobody waits for runs after the ones already w
       },
       false, true);
   REQUIRE(SpinUntil(alone_ran));
+  // Two in a row: the first finds only the second waiting, and still runs before the loop
+  // goes back to waiting.
+  std::atomic<bool> second_ran{false};
+  r.dev.Push([&] { note("first"); }, false, true);
+  r.dev.Push(
+      [&] {
+        note("second");
+        second_ran = true;
+      },
+      false, true);
+  REQUIRE(SpinUntil(second_ran));
+  {
+    MutexLock lock(mu);
+    CHECK(order.size() == 5);  // "first" ran before "second" set the flag
+  }
   CHECK(r.Stop(0) == 0);
   MutexLock lock(mu);
-  CHECK(order == std::vector<std::string>{"open", "release", "alone"});
+  CHECK(order == std::vector<std::string>{"open", "release", "alone", "first", "second"});
   CHECK(ran_on.size() == 1);  // on the reading thread: no thread woken for it
 }
 
