@@ -68,14 +68,14 @@ int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
       run_deferred();
       return n;
     }
-    if (std::function<void()> later = reader.TakeDeferrable()) {
+    if (reader.Deferrable()) {
       // It never waits (a read-only file's release): run here, unlent, now or after the
       // requests already waiting.
       if (deferred.size() < kMaxDeferred && device_->Pending()) {
-        deferred.push_back(std::move(later));
+        deferred.push_back(reader.TakeDeferred());
       } else {
         run_deferred();  // what was waiting were more of these: in order, before the wait
-        later();
+        reader.Run();
       }
       continue;
     }

@@ -11,7 +11,7 @@
 // filer RPC's reply is awaited with the device in view: the device passes on only if a
 // request comes before the reply. libfuse's own loop has every idle thread read the device,
 // and a close's RELEASE then runs on one thread beside the program's next request on another
-// (docs/mount.md, "FUSE threads"). A request nobody waits for (Reader::TakeDeferrable) that
+// (docs/mount.md, "FUSE threads"). A request nobody waits for (Reader::Deferrable) that
 // finds another already waiting runs right after that one, on the same thread: an nginx
 // worker's next open does not wait behind the release of the file it just closed.
 //
@@ -45,11 +45,12 @@ class RequestDevice {
     virtual bool Busy() const = 0;
     // Runs the request Read() returned.
     virtual void Run() = 0;
-    // When the request Read() returned is one nobody waits for, that never waits itself and
-    // may run after requests read later (the release of a file opened read-only), the request
-    // as a function of its own (holding a copy: the reader's buffer is reused); else an empty
-    // function, and Run() runs it.
-    virtual std::function<void()> TakeDeferrable() { return {}; }
+    // Whether the request Read() returned is one nobody waits for, that never waits itself
+    // and may run after requests read later (the release of a file opened read-only).
+    virtual bool Deferrable() const { return false; }
+    // That request as a function of its own, holding a copy (the reader's buffer is reused):
+    // only when Deferrable().
+    virtual std::function<void()> TakeDeferred() { return {}; }
   };
   virtual ~RequestDevice() = default;
   virtual std::unique_ptr<Reader> NewReader() = 0;

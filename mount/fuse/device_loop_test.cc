@@ -32,7 +32,7 @@ class QueueDevice final : public RequestDevice {
   struct Request {
     std::function<void()> run;
     bool busy = false;
-    bool deferrable = false;  // nobody waits for it (TakeDeferrable)
+    bool deferrable = false;  // nobody waits for it (Deferrable)
   };
 
   QueueDevice() : efd_(eventfd(0, EFD_NONBLOCK)) {}
@@ -75,9 +75,8 @@ class QueueDevice final : public RequestDevice {
     }
     bool Busy() const override { return req_.busy; }
     void Run() override { req_.run(); }
-    std::function<void()> TakeDeferrable() override {
-      return req_.deferrable ? std::move(req_.run) : std::function<void()>();
-    }
+    bool Deferrable() const override { return req_.deferrable; }
+    std::function<void()> TakeDeferred() override { return std::move(req_.run); }
 
    private:
     QueueDevice* const d_;

@@ -102,15 +102,17 @@ class SessionDevice final : public RequestDevice {
     void Run() override { fuse_session_process_buf(se_, &buf_); }
     // The release of a file opened read-only: the kernel sends it after close() returned, and
     // it has nothing to flush (Filesystem::Release then only counts the handle gone).
-    std::function<void()> TakeDeferrable() override {
-      if ((buf_.flags & FUSE_BUF_IS_FD) || buf_.mem == nullptr) return {};
+    bool Deferrable() const override {
+      if ((buf_.flags & FUSE_BUF_IS_FD) || buf_.mem == nullptr) return false;
       fuse_in_header h;
       fuse_release_in in;
-      if (buf_.size < sizeof h + sizeof in) return {};
+      if (buf_.size < sizeof h + sizeof in) return false;
       std::memcpy(&h, buf_.mem, sizeof h);
-      if (h.opcode != FUSE_RELEASE) return {};
+      if (h.opcode != FUSE_RELEASE) return false;
       std::memcpy(&in, static_cast<const char*>(buf_.mem) + sizeof h, sizeof in);
-      if ((in.flags & O_ACCMODE) != O_RDONLY) return {};
+      return (in.flags & O_ACCMODE) == O_RDONLY;
+    }
+    std::function<void()> TakeDeferred() override {
       auto copy = std::make_shared<std::string>(static_cast<const char*>(buf_.mem), buf_.size);
       return [se = se_, copy] {
         fuse_buf b{};
