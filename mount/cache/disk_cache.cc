@@ -126,6 +126,17 @@ uint64_t DiskCache::GuaranteeLocked(int tier) const {
   return DataBudgetLocked() / 100 * config_.shares_percent[tier];
 }
 
+bool DiskCache::HasRoom(uint64_t bytes) const {
+  // An entry's header and the rounding to file system blocks: one block more per entry, at
+  // most; the caller asks about a block or a few. And a sixteenth of the budget to spare: a
+  // full cache frees room a few KiB at a time (journaled bytes forgotten once the filer moved
+  // them), and that is not room for a working set bigger than the cache.
+  MutexLock lock(mu_);
+  const uint64_t budget = DataBudgetLocked();
+  const uint64_t need = RoundUp(bytes, fs_block_) + fs_block_ + budget / 16;
+  return UsedLocked() + need <= budget;
+}
+
 uint64_t DiskCache::UsedLocked() const {
   uint64_t used = deleting_bytes_ + leaked_bytes_;
   for (const TierState& t : tiers_) used += t.usage();

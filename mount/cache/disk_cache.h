@@ -63,6 +63,9 @@ class DiskCache {
   // Writes the block (data is all of it) unless it is cached or being written already, evicting
   // to make room. False when skipped.
   bool Insert(Tier tier, const BlockId& block, std::string_view data);
+  // Whether entries holding `bytes` of data would fit now with nothing evicted and a sixteenth
+  // of the capacity still free after them.
+  bool HasRoom(uint64_t bytes) const;
   // Drops the published entries of these blocks (of one blob): deleted like evicted ones,
   // counted as forgotten. Entries being written are left alone.
   void Forget(Tier tier, const std::vector<BlockId>& blocks);

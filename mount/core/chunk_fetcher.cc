@@ -17,6 +17,10 @@ ChunkFetcher::ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool
   fills_ = reg.GetCounter("kelp_mount_cache_fills_total", "cache blocks fetched in the background after a miss");
   fills_skipped_ = reg.GetCounter("kelp_mount_cache_fills_skipped_total",
                                   "misses that left their blocks uncached (every fill slot busy)");
+  fills_declined_ =
+      reg.GetCounter("kelp_mount_cache_fills_declined_total",
+                     "misses that left their blocks uncached because the cache was full "
+                     "(one in full_fill_every fetches them)");
 }
 
 ChunkFetcher::~ChunkFetcher() {
@@ -45,6 +49,10 @@ absl::Status ChunkFetcher::ReadDirect(const std::string& fid, uint64_t blob_size
   if (bs == 0) return blobs_->Read(fid, offset, len, dst);
   uint64_t start = offset / bs * bs;
   uint64_t end = std::min(blob_size, (offset + len + bs - 1) / bs * bs);
+  if (end - start > len && !MayFill(blob_size, end - start)) {
+    fills_declined_->Inc();
+    return blobs_->Read(fid, offset, len, dst);
+  }
   if (opts_.max_fills > 0 && pool_ != nullptr && end - start > len) {
     // The reader waits only for its own bytes; the blocks follow in the background.
     absl::Status s = blobs_->Read(fid, offset, len, dst);
@@ -58,6 +66,11 @@ absl::Status ChunkFetcher::ReadDirect(const std::string& fid, uint64_t blob_size
   InsertBlocks(fid, blob_size, start, std::string_view(buf.get(), n));
   std::memcpy(dst, buf.get() + (offset - start), len);
   return absl::OkStatus();
+}
+
+bool ChunkFetcher::MayFill(uint64_t blob_size, uint64_t n) {
+  if (opts_.full_fill_every <= 1 || cache_->HasRoom(blob_size, n)) return true;
+  return full_misses_.fetch_add(1, std::memory_order_relaxed) % opts_.full_fill_every == 0;
 }
 
 void ChunkFetcher::InsertBlocks(const std::string& fid, uint64_t blob_size, uint64_t start, std::string_view data) {

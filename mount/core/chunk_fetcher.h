@@ -1,7 +1,9 @@
 // ChunkFetcher: reads byte ranges of blobs for the read path. Random reads are ranged fetches
 // (through the ChunkCache when there is one: a miss fetches just the range the reader asked
 // for, and the aligned cache blocks around it are fetched and inserted in the background, at
-// most Options::max_fills at once; without a pool, the miss fetches the blocks itself). Sequential readers are served from read-ahead windows: a window of
+// most Options::max_fills at once; without a pool, the miss fetches the blocks itself; once the
+// cache is full, only one miss in Options::full_fill_every fetches its blocks). Sequential
+// readers are served from read-ahead windows: a window of
 // the blob is fetched whole, and when a reader passes its middle the next window is fetched in
 // the background. Concurrent readers of one window wait for a single fetch.
 //
@@ -9,6 +11,7 @@
 // is never held across a fetch.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -46,6 +49,13 @@ class ChunkFetcher {
     // block, and its 256 KiB read and write slow the misses; a cold cache warms about a tenth
     // slower (bench/RESULTS.md, "Evening, 2026-12-04").
     int max_fills = 1;
+    // Once the cache has no room left, a miss fetches its blocks only once in this many misses
+    // (1: every miss). Past a full cache a fill pushes another block out, so when the reads
+    // cover more than the cache holds (sysbench's 1 GiB through a 1000 MiB cache) each fill
+    // trades one block for another at the cost of a 256 KiB read and write and leaves the hit
+    // rate where it was; one in 8 still lets a new working set take the cache over, 8 times
+    // more slowly. Default: 8 (bench/RESULTS.md, "Morning, 2026-12-05 (2)").
+    int full_fill_every = 8;
   };
   // blobs must outlive this; cache and pool may be null (no cache, no background prefetch).
   ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool, Options options);
@@ -91,6 +101,9 @@ class ChunkFetcher {
   // Fetches blocks [start, end) of the blob and inserts them, in the background; false when
   // no fill slot or pool thread was free (or the range is being filled already).
   bool FillInBackground(const std::string& fid, uint64_t blob_size, uint64_t start, uint64_t end);
+  // Whether a miss of n bytes of blocks of this blob may fetch them into the cache: always
+  // while they fit, one miss in full_fill_every once they would push others out.
+  bool MayFill(uint64_t blob_size, uint64_t n);
   void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   BlobStore* const blobs_;
@@ -102,6 +115,8 @@ class ChunkFetcher {
   Counter* direct_reads_;
   Counter* fills_;
   Counter* fills_skipped_;
+  Counter* fills_declined_;
+  std::atomic<uint64_t> full_misses_{0};  // misses that found the cache full
 
   Mutex mu_;  // a leaf: never held across a blob read, a cache call or a pool submit
   CondVar loaded_;

@@ -78,5 +78,65 @@ TEST_CASE("a random-read miss waits only for its own bytes, and the cache blocks
   CHECK(t.blobs.gets() == gets);
 }
 
+// The tiered cache of a CachedBlob, reported full: every fill would push another block out.
+class FullCache : public ChunkCache {
+ public:
+  explicit FullCache(ChunkCache* c) : c_(c) {}
+  bool Read(std::string_view fid, uint64_t blob_size, uint64_t offset, size_t len,
+            char* dst) override {
+    return c_->Read(fid, blob_size, offset, len, dst);
+  }
+  size_t Insert(std::string_view fid, uint64_t blob_size, uint64_t offset,
+                std::string_view data) override {
+    return c_->Insert(fid, blob_size, offset, data);
+  }
+  uint64_t BlockSize(uint64_t blob_size) const override { return c_->BlockSize(blob_size); }
+  void Forget(std::string_view fid, uint64_t blob_size) override { c_->Forget(fid, blob_size); }
+  bool HasRoom(uint64_t, uint64_t) const override { return false; }
+
+ private:
+  ChunkCache* const c_;
+};
+
+TEST_CASE("past a full cache one miss in full_fill_every fetches its block") {
+  CachedBlob t(17);
+  FullCache full(t.cache.get());
+  ChunkFetcher::Options o;
+  o.full_fill_every = 4;
+  // No pool: a miss that fills fetches the block itself, so the GETs are in order.
+  ChunkFetcher f(&t.blobs, &full, nullptr, o);
+  const uint64_t block = t.cache->BlockSize(t.blob.size());
+  std::string out(4096, '\0');
+  for (uint64_t b = 0; b < 8; ++b) {
+    const uint64_t off = b * block + 100;
+    REQUIRE(f.Read(t.fid, t.blob.size(), off, out.size(), out.data(), false).ok());
+    REQUIRE(out == t.blob.substr(off, out.size()));
+  }
+  std::vector<uint64_t> lengths = t.blobs.get_lengths();
+  REQUIRE(lengths.size() == 8);
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    CAPTURE(i);
+    CHECK(lengths[i] == (i % 4 == 0 ? block : 4096));
+  }
+  // The two blocks fetched are cached: reading them again goes nowhere.
+  for (uint64_t b : {0ull, 4ull}) {
+    REQUIRE(f.Read(t.fid, t.blob.size(), b * block + 5000, out.size(), out.data(), false).ok());
+    REQUIRE(out == t.blob.substr(b * block + 5000, out.size()));
+  }
+  CHECK(t.blobs.gets() == 8);
+}
+
+TEST_CASE("with room in the cache every miss fetches its block") {
+  CachedBlob t(19);
+  ChunkFetcher f(&t.blobs, t.cache.get(), nullptr, ChunkFetcher::Options{});
+  const uint64_t block = t.cache->BlockSize(t.blob.size());
+  std::string out(4096, '\0');
+  for (uint64_t b = 0; b < 6; ++b) {
+    REQUIRE(f.Read(t.fid, t.blob.size(), b * block + 100, out.size(), out.data(), false).ok());
+  }
+  for (uint64_t len : t.blobs.get_lengths()) CHECK(len == block);
+  CHECK(t.blobs.gets() == 6);
+}
+
 }  // namespace
 }  // namespace kelp::mount
