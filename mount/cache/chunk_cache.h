@@ -28,8 +28,8 @@ class ChunkCache {
   virtual void Forget(std::string_view fid, uint64_t blob_size) = 0;
   // Whether freshly uploaded data should be inserted (write-through).
   virtual bool write_through() const { return false; }
-  // Whether bytes of blob data of this blob size would fit without pushing other entries out.
-  virtual bool HasRoom(uint64_t /*blob_size*/, uint64_t /*bytes*/) const { return true; }
+  // Whether this many bytes of blocks would fit without pushing other entries out.
+  virtual bool HasRoom(uint64_t /*bytes*/) const { return true; }
 };
 
 }  // namespace kelp::mount

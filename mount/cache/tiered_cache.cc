@@ -159,9 +159,8 @@ bool TieredCache::InsertBlock(Tier tier, std::string_view fid, uint64_t blob_siz
   return stored;
 }
 
-bool TieredCache::HasRoom(uint64_t blob_size, uint64_t bytes) const {
+bool TieredCache::HasRoom(uint64_t bytes) const {
   if (!enabled_ || disk_ == nullptr) return true;
-  (void)blob_size;  // every tier shares the one capacity: an insert evicts only once it is full
   return disk_->HasRoom(bytes);
 }
 

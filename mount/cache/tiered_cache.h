@@ -80,10 +80,10 @@ class TieredCache : public ChunkCache {
   // on disk); blocks already cached (or being stored by another thread) are skipped.
   size_t Insert(std::string_view fid, uint64_t blob_size, uint64_t offset, std::string_view data) override;
 
-  // Whether `bytes` of blocks of a blob of this size fit on disk with no eviction and a
-  // sixteenth of the capacity to spare (true without disk tiers: the memory layer admits by
-  // its own rule).
-  bool HasRoom(uint64_t blob_size, uint64_t bytes) const override;
+  // Whether `bytes` of blocks fit on disk with no eviction and a sixteenth of the capacity to
+  // spare (every tier shares the one capacity; true without disk tiers: the memory layer
+  // admits by its own rule).
+  bool HasRoom(uint64_t bytes) const override;
 
   // Drops the blob's blocks from memory and disk (counted as kelp_cache_forgotten_total).
   void Forget(std::string_view fid, uint64_t blob_size) override;

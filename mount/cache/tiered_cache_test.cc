@@ -138,16 +138,16 @@ TEST_CASE("HasRoom says whether blocks fit with nothing evicted") {
   TempDir tmp;
   auto cache = MustOpen(TestOptions(tmp.path(), 4 * kMiB));
   const uint64_t size = 4 * kMiB, block = 256 * kKiB;
-  REQUIRE(cache->HasRoom(size, block));
+  REQUIRE(cache->HasRoom(block));
   // Blocks of four blobs: 64 blocks are four times what 4 MiB holds.
   size_t inserted = 0;
   for (const char* fid : {"3,b1", "3,b2", "3,b3", "3,b4"}) {
-    for (uint64_t off = 0; off < size && cache->HasRoom(size, block); off += block) {
+    for (uint64_t off = 0; off < size && cache->HasRoom(block); off += block) {
       REQUIRE(cache->Insert(fid, size, off, BlobBytes(fid, off, block)) == 1);
       ++inserted;
     }
   }
-  CHECK_FALSE(cache->HasRoom(size, block));
+  CHECK_FALSE(cache->HasRoom(block));
   // 4 MiB holds 15 such entries (each a page more than its block); HasRoom keeps a sixteenth of
   // the budget free.
   CHECK(inserted >= 8);

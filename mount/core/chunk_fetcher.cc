@@ -49,7 +49,7 @@ absl::Status ChunkFetcher::ReadDirect(const std::string& fid, uint64_t blob_size
   if (bs == 0) return blobs_->Read(fid, offset, len, dst);
   uint64_t start = offset / bs * bs;
   uint64_t end = std::min(blob_size, (offset + len + bs - 1) / bs * bs);
-  if (end - start > len && !MayFill(blob_size, end - start)) {
+  if (end - start > len && !MayFill(end - start)) {
     fills_declined_->Inc();
     return blobs_->Read(fid, offset, len, dst);
   }
@@ -68,8 +68,8 @@ absl::Status ChunkFetcher::ReadDirect(const std::string& fid, uint64_t blob_size
   return absl::OkStatus();
 }
 
-bool ChunkFetcher::MayFill(uint64_t blob_size, uint64_t n) {
-  if (opts_.full_fill_every <= 1 || cache_->HasRoom(blob_size, n)) return true;
+bool ChunkFetcher::MayFill(uint64_t n) {
+  if (opts_.full_fill_every <= 1 || cache_->HasRoom(n)) return true;
   return full_misses_.fetch_add(1, std::memory_order_relaxed) % opts_.full_fill_every == 0;
 }
 

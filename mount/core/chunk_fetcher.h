@@ -101,9 +101,9 @@ class ChunkFetcher {
   // Fetches blocks [start, end) of the blob and inserts them, in the background; false when
   // no fill slot or pool thread was free (or the range is being filled already).
   bool FillInBackground(const std::string& fid, uint64_t blob_size, uint64_t start, uint64_t end);
-  // Whether a miss of n bytes of blocks of this blob may fetch them into the cache: always
-  // while they fit, one miss in full_fill_every once they would push others out.
-  bool MayFill(uint64_t blob_size, uint64_t n);
+  // Whether a miss of n bytes of blocks may fetch them into the cache: always while they fit,
+  // one miss in full_fill_every once they would push others out.
+  bool MayFill(uint64_t n);
   void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   BlobStore* const blobs_;

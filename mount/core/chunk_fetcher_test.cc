@@ -92,7 +92,7 @@ class FullCache : public ChunkCache {
   }
   uint64_t BlockSize(uint64_t blob_size) const override { return c_->BlockSize(blob_size); }
   void Forget(std::string_view fid, uint64_t blob_size) override { c_->Forget(fid, blob_size); }
-  bool HasRoom(uint64_t, uint64_t) const override { return false; }
+  bool HasRoom(uint64_t) const override { return false; }
 
  private:
   ChunkCache* const c_;
