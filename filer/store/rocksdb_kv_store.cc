@@ -75,8 +75,8 @@ class RocksKvStore : public KvStore {
         min_free_bytes_(min_free_bytes),
         wal_syncs_(MetricsRegistry::Default().GetCounter(
             "kelp_filer_wal_syncs_total", "WAL syncs (fsync, synced writes); a sync with nothing new is skipped")) {
-    // Group commit: concurrent synced writes share one fsync of the WAL (RocksDB's write
-    // group), so this counts at most kelp_filer_wal_syncs_total.
+    // Group commit: concurrent synced writes share one sync of the WAL (Sync), so this counts
+    // kelp_filer_wal_syncs_total (more only while RocksDB switches to a new WAL file).
     wal_fsyncs_callback_ = MetricsRegistry::Default().AddCallback(
         "kelp_filer_wal_file_syncs", "fsyncs of the WAL file RocksDB made (concurrent synced writes share one)",
         [s = stats_] { return static_cast<double>(s->getTickerCount(rocksdb::WAL_FILE_SYNCED)); });
@@ -108,16 +108,23 @@ class RocksKvStore : public KvStore {
     }
     // A batch with Require checks runs alone, so no other write slips between its checks and
     // its own write; plain batches share the lock (RocksDB groups them itself).
+    absl::Status s;
     if (batch.has_requires()) {
       WriterLock exclusive(require_mu_);
-      return WriteLocked(batch, sync);
+      s = WriteLocked(batch);
+    } else {
+      ReaderLock shared(require_mu_);
+      s = WriteLocked(batch);
     }
-    ReaderLock shared(require_mu_);
-    return WriteLocked(batch, sync);
+    // A synced write is a write and then a Sync, not RocksDB's synced write: that one holds
+    // the write queue across its fsync, so every write behind it, synced or not, waited a
+    // device flush (sysbench rndrw, 16 threads: unsynced writes 120-210 us mean).
+    if (!s.ok() || !sync) return s;
+    return Sync();
   }
 
-  // Needs require_mu_, exclusive when the batch has Require checks.
-  absl::Status WriteLocked(const WriteBatch& batch, bool sync) ABSL_SHARED_LOCKS_REQUIRED(require_mu_) {
+  // Needs require_mu_, exclusive when the batch has Require checks. Not synced.
+  absl::Status WriteLocked(const WriteBatch& batch) ABSL_SHARED_LOCKS_REQUIRED(require_mu_) {
     rocksdb::WriteBatch wb;
     for (const auto& op : batch.ops()) {
       switch (op.kind) {
@@ -143,17 +150,12 @@ class RocksKvStore : public KvStore {
       }
     }
     rocksdb::WriteOptions wo;
-    wo.sync = sync;
-    // A synced write syncs the WAL up to itself, so everything published before it too.
-    rocksdb::SequenceNumber before = sync ? db_->GetLatestSequenceNumber() : 0;
     rocksdb::Status s = db_->Write(wo, &wb);
     if (!s.ok() && min_free_bytes_ > 0 && DiskHasRoom()) {
       // A background flush that met a full disk stops every write until Resume(); once room
       // is back, resume and try again.
       if (db_->Resume().ok()) s = db_->Write(wo, &wb);
     }
-    if (sync) wal_syncs_->Inc();
-    if (s.ok() && sync) MarkSynced(before);
     return FromRocks(s, "write");
   }
 
@@ -165,13 +167,29 @@ class RocksKvStore : public KvStore {
   }
 
   // Free when nothing was written since the last sync covered it: an fsync of a file that did
-  // not change (sysbench fsyncs every file it has open) costs no device flush.
+  // not change (sysbench fsyncs every file it has open) costs no device flush. Group commit:
+  // one sync runs at a time, off RocksDB's write queue; the callers that come while it runs
+  // wait for it and, when it did not cover their writes, share the next one.
   absl::Status Sync() override {
-    rocksdb::SequenceNumber latest = db_->GetLatestSequenceNumber();
-    if (latest <= synced_.load()) return absl::OkStatus();
+    const rocksdb::SequenceNumber want = db_->GetLatestSequenceNumber();
+    if (want <= synced_.load()) return absl::OkStatus();
+    rocksdb::SequenceNumber latest = 0;
+    {
+      MutexLock lock(sync_mu_);
+      while (synced_.load() < want && syncing_) sync_done_.Wait(lock);
+      if (synced_.load() >= want) return absl::OkStatus();
+      syncing_ = true;
+      // Every write published by now is in the WAL file: the sync below covers it.
+      latest = db_->GetLatestSequenceNumber();
+    }
     rocksdb::Status s = db_->FlushWAL(true);
     wal_syncs_->Inc();
-    if (s.ok()) MarkSynced(latest);
+    {
+      MutexLock lock(sync_mu_);
+      syncing_ = false;
+      if (s.ok()) MarkSynced(latest);
+    }
+    sync_done_.NotifyAll();
     return FromRocks(s, "sync WAL");
   }
 
@@ -219,6 +237,9 @@ class RocksKvStore : public KvStore {
   int wal_fsyncs_callback_ = -1;
   // Every write up to this sequence number is in the synced WAL.
   std::atomic<rocksdb::SequenceNumber> synced_{0};
+  Mutex sync_mu_;
+  CondVar sync_done_;
+  bool syncing_ ABSL_GUARDED_BY(sync_mu_) = false;  // a FlushWAL(true) runs
   Counter* const wal_syncs_;
 };
 
