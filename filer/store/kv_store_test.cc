@@ -186,9 +186,9 @@ TEST_CASE("rocksdb: large values live in blob files and read back, after flushes
 namespace {
 
 // Runs `writes` against a RocksDB store at dir in a child process that then dies without
-// closing it (as kill -9 would), and returns what a reopen finds of keys k1..k4.
-std::string WritesThenDie(const std::filesystem::path& dir, bool power_cut,
-                          const std::function<bool(KvStore&)>& writes) {
+// closing it (as kill -9 would).
+void WritesThenDie(const std::filesystem::path& dir, bool power_cut,
+                   const std::function<bool(KvStore&)>& writes) {
   std::filesystem::remove_all(dir);
   pid_t pid = fork();
   REQUIRE(pid >= 0);
@@ -203,6 +203,12 @@ std::string WritesThenDie(const std::filesystem::path& dir, bool power_cut,
   REQUIRE(waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
+}
+
+// WritesThenDie, then what a reopen finds of keys k1..k4.
+std::string KeysAfterDeath(const std::filesystem::path& dir, bool power_cut,
+                           const std::function<bool(KvStore&)>& writes) {
+  WritesThenDie(dir, power_cut, writes);
   auto kv = OpenRocksKvStore(dir.string());
   REQUIRE(kv.ok());
   std::string found;
@@ -227,11 +233,11 @@ TEST_CASE("rocksdb testing_power_cut: a process death loses exactly the writes n
     return kv.Put("k1", "1").ok() && kv.Put("k2", "2").ok() && kv.Sync().ok() &&
            kv.Put("k3", "3").ok() && kv.Put("k4", "4").ok();
   };
-  CHECK(WritesThenDie(dir, true, synced_then_not) == "k1k2");
-  CHECK(WritesThenDie(dir, true, sync_call) == "k1k2");
+  CHECK(KeysAfterDeath(dir, true, synced_then_not) == "k1k2");
+  CHECK(KeysAfterDeath(dir, true, sync_call) == "k1k2");
   // Without it, every write reached the OS, so a process death (unlike a power cut) loses none.
-  CHECK(WritesThenDie(dir, false, synced_then_not) == "k1k2k3");
-  CHECK(WritesThenDie(dir, false, sync_call) == "k1k2k3k4");
+  CHECK(KeysAfterDeath(dir, false, synced_then_not) == "k1k2k3");
+  CHECK(KeysAfterDeath(dir, false, sync_call) == "k1k2k3k4");
 }
 
 TEST_CASE("rocksdb: concurrent synced writes and syncs share WAL syncs and never add one") {
@@ -270,38 +276,26 @@ TEST_CASE(
     "rocksdb testing_power_cut: concurrent synced writes and syncs all survive a process death") {
   auto dir =
       std::filesystem::temp_directory_path() / ("kelp-kv-cut-many-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
   constexpr int kThreads = 8;
   constexpr int kWrites = 40;
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    // No REQUIRE in the child. Even threads write synced, odd ones write and then Sync: every
-    // call returns only once its write is durable, however the syncs were shared.
-    RocksKvOptions o;
-    o.testing_power_cut = true;
-    auto kv = OpenRocksKvStore(dir.string(), o);
-    if (!kv.ok()) _exit(1);
+  // Even threads write synced, odd ones write and then Sync: every call returns only once its
+  // write is durable, however the syncs were shared.
+  WritesThenDie(dir, true, [&](KvStore& kv) {
     std::atomic<bool> ok{true};
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < kWrites; ++i) {
           std::string key = "t" + std::to_string(t) + "-" + std::to_string(i);
-          bool done = t % 2 == 0 ? (*kv)->Put(key, "v", /*sync=*/true).ok()
-                                 : (*kv)->Put(key, "v").ok() && (*kv)->Sync().ok();
+          bool done = t % 2 == 0 ? kv.Put(key, "v", /*sync=*/true).ok()
+                                 : kv.Put(key, "v").ok() && kv.Sync().ok();
           if (!done) ok = false;
         }
       });
     }
     for (auto& th : threads) th.join();
-    if (!(*kv)->Put("unsynced", "v").ok()) _exit(1);
-    _exit(ok ? 0 : 1);  // no destructor: nothing is flushed on the way out
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+    return ok.load() && kv.Put("unsynced", "v").ok();
+  });
   auto kv = OpenRocksKvStore(dir.string());
   REQUIRE(kv.ok());
   int found = 0;
