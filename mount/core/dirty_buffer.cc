@@ -83,6 +83,15 @@ uint64_t DirtyBuffer::Write(uint64_t offset, std::string_view data) {
     ++last;
   }
   std::string merged;
+  if (first == last) {
+    // Touches nothing: a new extent, its bytes copied once (a resize would zero them first;
+    // sysbench's random 16 KiB writes spent 1 % of the mount's CPU there).
+    Reserve(merged, offset, data.size());
+    merged.append(data);
+    bytes_ += data.size();
+    extents_.emplace(offset, std::move(merged));
+    return data.size();
+  }
   if (first != last && first->first == new_start) {
     merged = std::move(first->second);  // reuse the leftmost buffer
   }
