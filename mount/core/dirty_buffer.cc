@@ -92,7 +92,7 @@ uint64_t DirtyBuffer::Write(uint64_t offset, std::string_view data) {
     extents_.emplace(offset, std::move(merged));
     return data.size();
   }
-  if (first != last && first->first == new_start) {
+  if (first->first == new_start) {
     merged = std::move(first->second);  // reuse the leftmost buffer
   }
   Reserve(merged, new_start, new_end - new_start);
