@@ -185,17 +185,22 @@ class FilerClient {
   absl::StatusOr<Resp> MaybeSync(FilerMethod m, const Req& req, bool sync, bool mutates);
   void MarkSynced(uint64_t covered);
   void CountCall(FilerMethod m);
-  // A synced commit waiting its turn (CommitChunks); result is set before done.
+  // A synced commit waiting its turn (CommitChunks); result is set before done. Its thread
+  // waits on turn, which is notified under commit_mu_ (so the waiter, which owns it, is still
+  // there): when its batch is done, or when it is first in the queue and may send.
   struct QueuedCommit {
-    const CommitChunksRequest* req;
-    absl::StatusOr<CommitChunksResponse> result;
+    const CommitChunksRequest* req = nullptr;
+    absl::StatusOr<CommitChunksResponse> result = absl::UnknownError("not sent");
     bool taken = false;  // in a batch that is out
     bool done = false;
+    CondVar turn;
   };
   // Sends the queued commits, as one CommitBatch when there are several, and sets their results.
   void SendCommits(const std::vector<QueuedCommit*>& batch);
   // Moves from filer `from` to the next of the list (unless another thread moved already).
   void MoveOn(size_t from);
+  // Wakes the first queued commit when fewer than kCommitsOut batches are out.
+  void WakeNextCommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(commit_mu_);
 
   const FilerClientOptions opts_;
   // One per filer of the list; calls go to channels_[current_].
@@ -215,7 +220,6 @@ class FilerClient {
   Counter* fsyncs_skipped_metric_;
   // Synced commits: the ones waiting, oldest first, and how many calls of them are out.
   Mutex commit_mu_;
-  CondVar commit_turn_;
   std::deque<QueuedCommit*> commit_queue_ ABSL_GUARDED_BY(commit_mu_);
   int commits_out_ ABSL_GUARDED_BY(commit_mu_) = 0;
   std::atomic<bool> no_commit_batch_{false};  // the filer answered CommitBatch UNIMPLEMENTED
