@@ -186,8 +186,9 @@ class FilerClient {
   void MarkSynced(uint64_t covered);
   void CountCall(FilerMethod m);
   // A synced commit waiting its turn (CommitChunks); result is set before done. Its thread
-  // waits on turn, which is notified under commit_mu_ (so the waiter, which owns it, is still
-  // there): when its batch is done, or when it is first in the queue and may send.
+  // waits on turn, notified when its batch is done or when it is first in the queue and may
+  // send. Shared, so that it is notified after commit_mu_ is let go (the woken thread then
+  // finds the lock free) and still there if its thread already returned.
   struct QueuedCommit {
     const CommitChunksRequest* req = nullptr;
     absl::StatusOr<CommitChunksResponse> result = absl::UnknownError("not sent");
@@ -196,11 +197,11 @@ class FilerClient {
     CondVar turn;
   };
   // Sends the queued commits, as one CommitBatch when there are several, and sets their results.
-  void SendCommits(const std::vector<QueuedCommit*>& batch);
+  void SendCommits(const std::vector<std::shared_ptr<QueuedCommit>>& batch);
   // Moves from filer `from` to the next of the list (unless another thread moved already).
   void MoveOn(size_t from);
-  // Wakes the first queued commit when fewer than kCommitsOut batches are out.
-  void WakeNextCommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(commit_mu_);
+  // The first queued commit when fewer than kCommitsOut batches are out (to be woken), or null.
+  std::shared_ptr<QueuedCommit> NextCommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(commit_mu_);
 
   const FilerClientOptions opts_;
   // One per filer of the list; calls go to channels_[current_].
@@ -220,7 +221,7 @@ class FilerClient {
   Counter* fsyncs_skipped_metric_;
   // Synced commits: the ones waiting, oldest first, and how many calls of them are out.
   Mutex commit_mu_;
-  std::deque<QueuedCommit*> commit_queue_ ABSL_GUARDED_BY(commit_mu_);
+  std::deque<std::shared_ptr<QueuedCommit>> commit_queue_ ABSL_GUARDED_BY(commit_mu_);
   int commits_out_ ABSL_GUARDED_BY(commit_mu_) = 0;
   std::atomic<bool> no_commit_batch_{false};  // the filer answered CommitBatch UNIMPLEMENTED
 };

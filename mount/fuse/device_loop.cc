@@ -101,9 +101,13 @@ int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
 }
 
 void DeviceLoop::OnBlocking() {
-  MutexLock lock(mu_);
-  ++handoffs_;
-  PassDeviceLocked();
+  bool wake;
+  {
+    MutexLock lock(mu_);
+    ++handoffs_;
+    wake = PassDeviceLocked();
+  }
+  if (wake) cv_.NotifyOne();
 }
 
 void DeviceLoop::FreeDevice() {
@@ -112,27 +116,35 @@ void DeviceLoop::FreeDevice() {
 }
 
 void DeviceLoop::WakeIfFree() {
-  MutexLock lock(mu_);
-  if (taken_) return;  // a thread came back and reads
-  ++handoffs_;
-  PassDeviceLocked();
+  bool wake;
+  {
+    MutexLock lock(mu_);
+    if (taken_) return;  // a thread came back and reads
+    ++handoffs_;
+    wake = PassDeviceLocked();
+  }
+  if (wake) cv_.NotifyOne();
 }
 
 void DeviceLoop::PassDevice() {
-  MutexLock lock(mu_);
-  PassDeviceLocked();
+  bool wake;
+  {
+    MutexLock lock(mu_);
+    wake = PassDeviceLocked();
+  }
+  if (wake) cv_.NotifyOne();
 }
 
-void DeviceLoop::PassDeviceLocked() {
+bool DeviceLoop::PassDeviceLocked() {
   taken_ = false;
-  if (done_) return;
-  if (idle_ > 0) {
-    cv_.NotifyOne();
-  } else if (threads_ < max_threads_) {
+  if (done_) return false;
+  if (idle_ > 0) return true;
+  if (threads_ < max_threads_) {
     ++threads_;
     started_.emplace_back([this] { Work(); });
   }
   // Else every thread is busy: the first to finish reads next.
+  return false;
 }
 
 int DeviceLoop::threads() const {

@@ -82,7 +82,9 @@ class DeviceLoop final : public BlockingListener {
   int ReadAndRun(RequestDevice::Reader& reader);
   // Lets another thread read: an idle one, or a new one.
   void PassDevice();
-  void PassDeviceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True when an idle thread is to be woken (cv_.NotifyOne() once mu_ is let go, so the woken
+  // thread finds it free).
+  bool PassDeviceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Lets the first thread that comes back from a request read next.
   void FreeDevice();
   // Lets another thread read if none does: a thread that left the device free is about to
