@@ -425,7 +425,8 @@ absl::StatusOr<CommitChunksResponse> FilerClient::CommitChunks(const CommitChunk
   }
   // Each waiter is woken by name, with the lock free: waking them all (a condition variable
   // they shared) woke the queued ones too, only to sleep again, and each woken under the lock
-  // first waited for it (sysbench rndrw, 16 threads: half the mount's futex calls).
+  // first waited for it (sysbench rndrw, 16 threads: this queue made 44 % of the mount's
+  // futex calls).
   for (auto& q : batch) {
     if (q != me) q->turn.NotifyOne();
   }

@@ -257,9 +257,9 @@ absl::StatusOr<std::unique_ptr<KvStore>> OpenRocksKvStore(const std::string& dir
   }
   opts.create_if_missing = true;
   // Debian's librocksdb is built with DEBUG as the default level: a line in LOG for every
-  // FlushWAL(true), i.e. every WAL sync (a LOG that grew without bound, and a formatted
-  // write(2) between each synced commit's WAL append and its fdatasync). Flushes,
-  // compactions and the periodic stats are INFO. The LOG is also rotated and bounded.
+  // FlushWAL(true), i.e. every WAL sync (a LOG that grew without bound, and a line formatted
+  // between each synced commit's WAL append and its fdatasync). Flushes, compactions and the
+  // periodic stats are INFO. The LOG is also rotated and bounded.
   opts.info_log_level = rocksdb::InfoLogLevel::INFO_LEVEL;
   opts.max_log_file_size = 16 << 20;
   opts.keep_log_file_num = 4;
