@@ -19,7 +19,9 @@
 # order; bindfs-tuned is also known), -out=DIR (raw results, logs, report; default
 # /var/tmp/kelp-compare-results), -update=auto|yes|no (write bench/RESULTS.md and
 # bench/charts; auto = yes for a full run). The environment tunables of
-# bench/compare/workloads.sh pass through (e.g. WORKLOADS="a e").
+# bench/compare/workloads.sh pass through (e.g. WORKLOADS="a e"). SETTLE_MAX=seconds: before
+# each target is measured, wait at most this long for a quiet machine (settle below; default
+# 90, 0 with -quick).
 # Needs root (drop_caches, mounts, network namespace, strace of the servers). KELP=path of the
 # kelp binary (default build/cmd/kelp).
 set -u
@@ -52,10 +54,12 @@ if [ "$QUICK" = 1 ]; then
   export NFILES=${NFILES:-300} NDIRS=${NDIRS:-10} META_N=${META_N:-300} DD_MB=${DD_MB:-32}
   export SYNC_TIME=${SYNC_TIME:-2} AB_TIME=${AB_TIME:-1} STEP_TIMEOUT=${STEP_TIMEOUT:-120}
   PROBE_SECS=${PROBE_SECS:-1}
+  SETTLE_MAX=${SETTLE_MAX:-0}
   [ "$UPDATE" = auto ] && UPDATE=no
 else
   : "${TARGETS:=local bindfs moosefs glusterfs cephfs kelp}"
   PROBE_SECS=${PROBE_SECS:-5}
+  SETTLE_MAX=${SETTLE_MAX:-90}
   [ "$UPDATE" = auto ] && UPDATE=yes
 fi
 read -r -a TARGET_LIST <<<"$TARGETS"
@@ -131,6 +135,45 @@ probe_fsync() {
   fi
   rm -rf "$PEER_MNT/.probe"
 }
+# settle: before a target is measured, waits (at most SETTLE_MAX seconds; 0 = not at all) for
+# the machine to be quiet: what the previous target left written out (sync), then two seconds
+# in a row with the CPUs less than 10 % and every disk less than 5 % busy. Each target then
+# starts from a quiet machine, whatever the one before it left behind (writeback, deletions,
+# daemons winding down). The 1-minute load average is no guide: it lags, and read 8.8 at
+# Kelp's start on 2026-12-05 with the machine quiet after 2 s. Prints the seconds waited, and
+# "(not quiet)" when it gave up.
+settle() {
+  [ "$SETTLE_MAX" -gt 0 ] || { echo 0; return 0; }
+  sync
+  python3 - "$SETTLE_MAX" <<'PY'
+import re, sys, time
+def sample():
+    cpu = [int(x) for x in open('/proc/stat').readline().split()[1:8]]
+    busy = sum(cpu) - cpu[3] - cpu[4]  # all but idle and iowait
+    io = {}
+    for line in open('/proc/diskstats'):
+        f = line.split()
+        if re.fullmatch(r'(sd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+)', f[2]):
+            io[f[2]] = int(f[12])  # ms spent doing I/O
+    return busy, sum(cpu), io, time.monotonic()
+start = time.monotonic()
+deadline = start + int(sys.argv[1])
+quiet = 0
+prev = sample()
+while time.monotonic() < deadline:
+    time.sleep(1)
+    cur = sample()
+    dt_ms = (cur[3] - prev[3]) * 1000
+    cpu_busy = (cur[0] - prev[0]) / max(1, cur[1] - prev[1])
+    disk_busy = max([(cur[2][d] - prev[2].get(d, cur[2][d])) / dt_ms for d in cur[2]] or [0])
+    prev = cur
+    quiet = quiet + 1 if cpu_busy < 0.10 and disk_busy < 0.05 else 0
+    if quiet >= 2:
+        print(round(time.monotonic() - start))
+        sys.exit(0)
+print(f"{round(time.monotonic() - start)} (not quiet)")
+PY
+}
 kelp_metric() {
   curl -fsS "http://$KELP_FILER/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f\n", s }'
 }
@@ -156,7 +199,7 @@ for t in "${TARGET_LIST[@]}"; do
   meta "version_$t" "$PEER_VERSION"
   : >"$RES/$t.txt"
   mkdir -p "$RES/$t"
-  say "${tag}up: $PEER_VERSION on $PEER_MNT; fsync probe (${PROBE_SECS} s)"
+  say "${tag}up: $PEER_VERSION on $PEER_MNT; settled after $(settle) s (load $(cut -d' ' -f1 /proc/loadavg)); fsync probe (${PROBE_SECS} s)"
   probe_fsync "$t"
   say "${tag}workloads (load $(cut -d' ' -f1 /proc/loadavg))"
   # workloads.sh truncates LABEL.txt: it writes to a scratch label, appended after.
