@@ -100,15 +100,7 @@ int DeviceLoop::ReadAndRun(RequestDevice::Reader& reader) {
   }
 }
 
-void DeviceLoop::OnBlocking() {
-  bool wake;
-  {
-    MutexLock lock(mu_);
-    ++handoffs_;
-    wake = PassDeviceLocked();
-  }
-  if (wake) cv_.NotifyOne();
-}
+void DeviceLoop::OnBlocking() { PassDevice(/*handoff=*/true); }
 
 void DeviceLoop::FreeDevice() {
   MutexLock lock(mu_);
@@ -126,10 +118,11 @@ void DeviceLoop::WakeIfFree() {
   if (wake) cv_.NotifyOne();
 }
 
-void DeviceLoop::PassDevice() {
+void DeviceLoop::PassDevice(bool handoff) {
   bool wake;
   {
     MutexLock lock(mu_);
+    if (handoff) ++handoffs_;
     wake = PassDeviceLocked();
   }
   if (wake) cv_.NotifyOne();

@@ -80,8 +80,9 @@ class DeviceLoop final : public BlockingListener {
   // Reads and runs requests while this thread has the device: 1 when it passed the device
   // on, else the device's end (0 or -errno).
   int ReadAndRun(RequestDevice::Reader& reader);
-  // Lets another thread read: an idle one, or a new one.
-  void PassDevice();
+  // Lets another thread read: an idle one, or a new one. handoff: counted in handoffs() (the
+  // request is about to block).
+  void PassDevice(bool handoff = false);
   // True when an idle thread is to be woken (cv_.NotifyOne() once mu_ is let go, so the woken
   // thread finds it free).
   bool PassDeviceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
