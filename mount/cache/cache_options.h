@@ -120,7 +120,7 @@ struct TierLayout {
 // The key of cache block (fid, block_offset) in the tiers' indexes, the memory layer and the
 // eviction policies. Entries also keep the fid itself, so a 64-bit collision is a miss.
 inline uint64_t BlockKey(std::string_view fid, uint64_t block_offset) {
-  return XXH3_64bits_withSeed(fid.data(), fid.size(), block_offset);
+  return Hash64WithSeed(fid, block_offset);
 }
 
 // Checks ranges and sums; InvalidArgument names the bad field.
