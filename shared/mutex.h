@@ -35,7 +35,11 @@ class ABSL_LOCKABLE Mutex {
   void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
     for (int i = 0; i < kSpins; ++i) {
       if (mu_.try_lock()) return;
+#if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
     }
     mu_.lock();
   }
