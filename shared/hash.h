@@ -1,8 +1,9 @@
 // Checksums: xxHash3 (64-bit) everywhere data is verified (needles, cache entries), and the
 // cache's block keys. The hashing is libxxhash's, called through its x86 dispatch: AVX2 or
 // AVX-512 where the CPU has them. Inlining the header instead compiles to its SSE2 code, a third
-// of the speed (a 256 KiB block: 14-17 GB/s against 46 with AVX2 on the test machine), which was
-// 13 % of the mount's CPU in a sequential read from the cache.
+// of the speed on data in the CPU's cache (a 256 KiB block: 14-17 GB/s against 46 with AVX2 on
+// the test machine). On pages just read from disk the memory is the limit either way (a
+// sequential read from the mount's cache: 13 % of its samples before, 10 % after).
 #pragma once
 
 #include <cstddef>

@@ -9,8 +9,8 @@
 //   while (!ready_) cv_.Wait(lock);           // CondVar: the predicate is the caller's loop,
 //   if (!cv_.WaitFor(lock, 5s)) ...           // where the analysis sees the lock held
 //
-// At run time they are exactly the standard types (no extra state but a MutexLock's flag),
-// so ThreadSanitizer sees them as it sees std::mutex.
+// At run time they are the standard types (no extra state but a MutexLock's flag; Mutex::lock
+// tries a little before it blocks), so ThreadSanitizer sees them as it sees std::mutex.
 #pragma once
 
 #include <chrono>
