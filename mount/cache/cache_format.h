@@ -28,7 +28,7 @@ inline constexpr uint32_t kPageSize = 4096;
 // ---- Entry file: <tier dir>/<entry id as 16 lowercase hex digits>, one cache block. ----
 // [fixed header, 48 bytes][fid bytes][page checksum table: u64 per page][zeros][data]
 // The zeros are there only for data of at least kAlignedDataMin bytes: they start the data at
-// the next multiple of kPageSize, so that such an entry is written with O_DIRECT.
+// the next multiple of kPageSize, so that each page of data is one page of the file.
 inline constexpr uint32_t kEntryMagic = 0x314E454B;  // bytes "KEN1"
 inline constexpr uint16_t kEntryVersion = 1;
 inline constexpr size_t kEntryFixedLen = 48;

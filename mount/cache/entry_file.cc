@@ -104,8 +104,8 @@ absl::Status ParseHeader(const char* h, size_t len, EntryRef* meta) {
   return absl::OkStatus();
 }
 
-// The thread's page-aligned scratch buffer (O_DIRECT writes, reads that do not cover whole
-// pages), kept at the largest size asked; one use at a time.
+// The thread's page-aligned scratch buffer (reads that do not cover whole pages), kept at the
+// largest size asked; one use at a time.
 char* Scratch(size_t n) {
   n = (n + f::kPageSize - 1) / f::kPageSize * f::kPageSize;
   struct Buffer {
@@ -145,11 +145,6 @@ absl::Status PwritevFull(int fd, iovec* v, int iovcnt) {
     }
   }
   return absl::OkStatus();
-}
-
-absl::Status PwriteFull(int fd, const char* p, size_t n) {
-  iovec iov{const_cast<char*>(p), n};
-  return PwritevFull(fd, &iov, 1);
 }
 
 }  // namespace
@@ -227,49 +222,18 @@ absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
       ::unlinkat(spare->dirfd, from.c_str(), 0);
     }
   }
-  const uint64_t data_off = EntryDataOffset(entry.fid.size(), data.size());
-  const bool aligned = data_off % f::kPageSize == 0;
-  int fd_raw = aligned ? ::openat(dirfd, name.c_str(), flags | O_DIRECT, 0644) : -1;
-  bool direct = fd_raw >= 0;
-  if (!direct) {
-    // A file system without O_DIRECT (tmpfs before Linux 6.6) refuses it with EINVAL after
-    // creating the file: open that one again.
-    if (aligned && errno == EINVAL) flags &= ~O_EXCL;
-    fd_raw = ::openat(dirfd, name.c_str(), flags, 0644);
-  }
-  Fd fd(fd_raw);
+  // A plain write, through the page cache: the kernel writes it back when it has the time
+  // (dirty_expire), so a burst of writes gives the device to the volume server first (its
+  // bytes are what fsync waits for) and the cache's copy goes out after. Written with O_DIRECT
+  // instead, every byte of a sequential write reached this one disk twice while the writer
+  // waited (1 GiB fio seq write after sysbench, balanced: 557 / 439 MiB/s plain, 401 / 322
+  // direct). A cache entry needs no durability: a torn one fails its checksums and is dropped.
+  Fd fd(::openat(dirfd, name.c_str(), flags, 0644));
   if (fd.get() < 0) return ErrnoStatus("cache: create entry");
   std::string header = EncodeHeader(entry, sums);
-  absl::Status status;
-  if (direct) {
-    // One page-aligned buffer: header, zeros, data, zeros to the next page; the file is cut to
-    // its size after. O_DIRECT wants buffer, offset and length aligned.
-    const size_t total = (data_off + data.size() + f::kPageSize - 1) / f::kPageSize * f::kPageSize;
-    char* buf = Scratch(total);
-    std::memcpy(buf, header.data(), header.size());
-    std::memset(buf + header.size(), 0, data_off - header.size());
-    std::memcpy(buf + data_off, data.data(), data.size());
-    std::memset(buf + data_off + data.size(), 0, total - data_off - data.size());
-    status = PwriteFull(fd.get(), buf, total);
-    if (!status.ok() && ErrnoOf(status) == EINVAL) {
-      // The file system opened it for O_DIRECT but refuses this alignment: write it plainly.
-      direct = false;
-      status = absl::OkStatus();
-      if (::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_DIRECT) != 0 ||
-          ::ftruncate(fd.get(), 0) != 0) {
-        status = ErrnoStatus("cache: write entry");
-      }
-    }
-    if (status.ok() && direct && total != data_off + data.size() &&
-        ::ftruncate(fd.get(), static_cast<off_t>(data_off + data.size())) != 0) {
-      status = ErrnoStatus("cache: cut entry");
-    }
-  }
-  if (status.ok() && !direct) {
-    header.resize(data_off, '\0');
-    iovec iov[2] = {{header.data(), header.size()}, {const_cast<char*>(data.data()), data.size()}};
-    status = PwritevFull(fd.get(), iov, 2);
-  }
+  header.resize(EntryDataOffset(entry.fid.size(), data.size()), '\0');
+  iovec iov[2] = {{header.data(), header.size()}, {const_cast<char*>(data.data()), data.size()}};
+  absl::Status status = PwritevFull(fd.get(), iov, 2);
   struct stat st;
   if (status.ok() && ::fstat(fd.get(), &st) != 0) status = ErrnoStatus("cache: stat entry");
   if (status.ok() && ::close(fd.release()) != 0) status = ErrnoStatus("cache: close entry");

@@ -75,10 +75,9 @@ struct SpareFile {
 absl::Status MakeSpare(int dirfd, uint64_t id);
 
 // Creates dirfd/EntryFileName(entry.id) (it must not exist) holding data, whose page checksums
-// are sums (PageSums(data)), unsynced. Data at a page boundary is written with O_DIRECT where
-// the file system takes it: it fills no page cache (the kernel's cache of the file written or
-// read through the mount holds those bytes already). With spare, that file is renamed to the
-// entry's name and written instead of a new one being created (when the rename fails, the
+// are sums (PageSums(data)), unsynced and through the page cache (the kernel writes it back
+// later, after the volume server's writes that fsyncs wait for). With spare, that file is renamed
+// to the entry's name and written instead of a new one being created (when the rename fails, the
 // spare is removed and a file created). Returns the bytes it occupies (st_blocks * 512). On
 // failure nothing is left behind, spare included.
 absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,

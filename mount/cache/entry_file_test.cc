@@ -117,7 +117,6 @@ TEST_CASE("data of 64 KiB or more starts at a page boundary, smaller data right 
 }
 
 TEST_CASE("entries are written and read back on tmpfs as on a disk") {
-  // O_DIRECT there is refused (before Linux 6.6) or passes through the page cache.
   testing::TmpfsMount tmpfs(16 << 20);
   if (!tmpfs.ok()) {
     WARN("cannot mount tmpfs here; skipped");
