@@ -8,17 +8,44 @@
 
 namespace kelp::mount {
 
+std::string SlotBufferPool::Take(size_t size) {
+  MutexLock lock(mu_);
+  for (size_t i = kept_.size(); i-- > 0;) {
+    if (kept_[i].capacity() < size) continue;
+    std::string s = std::move(kept_[i]);
+    kept_.erase(kept_.begin() + static_cast<ptrdiff_t>(i));
+    kept_bytes_ -= s.capacity();
+    return s;
+  }
+  return {};
+}
+
+void SlotBufferPool::Give(std::string s) {
+  if (s.capacity() < kMinKept) return;
+  s.clear();
+  MutexLock lock(mu_);
+  if (kept_bytes_ + s.capacity() > kMaxKeptBytes) return;  // s is freed after the lock goes
+  kept_bytes_ += s.capacity();
+  kept_.push_back(std::move(s));
+}
+
+size_t SlotBufferPool::kept_bytes() const {
+  MutexLock lock(mu_);
+  return kept_bytes_;
+}
+
 void DirtyBuffer::Reserve(std::string& s, uint64_t extent_start, size_t n) const {
   if (n <= s.capacity()) return;
   uint64_t slot_end = SlotStart(extent_start) + slot_size_;
   size_t to_slot_end = slot_end > extent_start ? slot_end - extent_start : 0;
-  // An extent that already holds a streaming writer's MiB gets the rest of its slot at once
-  // (doubling from 1 MiB copied 3 MiB more for every 4 MiB slot); others double, up to the
-  // slot, so that scattered writes never hold much more than they wrote.
-  constexpr size_t kStreaming = 1 << 20;
-  size_t want = s.size() >= kStreaming
-                    ? std::max<size_t>(n, to_slot_end)
-                    : std::max<size_t>(n, std::min<size_t>(2 * s.capacity(), std::max<size_t>(n, to_slot_end)));
+  // An extent that holds a streaming writer's MiB, or starts a slot with one, gets the rest of
+  // its slot at once (doubling from 1 MiB copied 3 MiB more for every 4 MiB slot); others
+  // double, up to the slot, so that scattered writes never hold much more than they wrote.
+  const bool streaming =
+      s.size() >= kStreaming || (n >= kStreaming && extent_start == SlotStart(extent_start));
+  size_t want = streaming ? std::max<size_t>(n, to_slot_end)
+                          : std::max<size_t>(n, std::min<size_t>(2 * s.capacity(),
+                                                                 std::max<size_t>(n, to_slot_end)));
   s.reserve(want);
 }
 
@@ -85,7 +112,11 @@ uint64_t DirtyBuffer::Write(uint64_t offset, std::string_view data) {
   std::string merged;
   if (first == last) {
     // Touches nothing: a new extent, its bytes copied once (a resize would zero them first;
-    // sysbench's random 16 KiB writes spent 1 % of the mount's CPU there).
+    // sysbench's random 16 KiB writes spent 1 % of the mount's CPU there). A stream starting a
+    // slot writes into a kept buffer.
+    if (pool_ != nullptr && offset == SlotStart(offset) && data.size() >= kStreaming) {
+      merged = pool_->Take(slot_size_);
+    }
     Reserve(merged, offset, data.size());
     merged.append(data);
     bytes_ += data.size();

@@ -69,6 +69,14 @@ TEST_CASE("DirtyBuffer reserves a streaming writer's slot at once, never much mo
     b.Write(2 << 20, mib);
     CHECK(b.held_bytes() == kSlot);  // no reallocation: room was there
   }
+  SECTION("a MiB starting a slot gets the whole slot; one in the middle of it only its size") {
+    DirtyBuffer b(kSlot);
+    const std::string mib(1 << 20, 'm');
+    b.Write(kSlot, mib);
+    CHECK(b.held_bytes() == kSlot);
+    b.Write(3 * kSlot + 4096, mib);
+    CHECK(b.held_bytes() == kSlot + mib.size());
+  }
   SECTION("scattered 64 KiB writes, two adjacent ones per slot: at most twice what they hold") {
     DirtyBuffer b(kSlot);
     const std::string piece(64 << 10, 'p');
@@ -147,6 +155,65 @@ TEST_CASE("full slots at a write's offset are the same as a full scan finds ther
   CHECK(a.extent_count() == b.extent_count());
   CHECK(a.TakeFullSlotsAt(100).empty());   // a small extent
   CHECK(a.TakeFullSlotsAt(70000).empty()); // nothing there
+}
+
+TEST_CASE("a stream writes into the slot buffers finished uploads gave back") {
+  constexpr uint64_t kSlot = 4 << 20;
+  SlotBufferPool pool;
+  DirtyBuffer b(kSlot, &pool);
+  std::string mib(1 << 20, '\0');
+  for (size_t i = 0; i < mib.size(); ++i) mib[i] = static_cast<char>(i * 7 + i / 4096);
+  auto stream_slot = [&](uint64_t slot, char tag) {
+    for (uint64_t i = 0; i < 4; ++i) {
+      mib[0] = tag;
+      b.Write(slot * kSlot + i * mib.size(), mib);
+    }
+  };
+  stream_slot(0, 'a');
+  std::vector<Extent> first = b.TakeFullSlots();
+  REQUIRE(first.size() == 1);
+  CHECK(pool.kept_bytes() == 0);
+  const char* buffer = first[0].data.data();
+  pool.Give(std::move(first[0].data));  // its upload finished
+  CHECK(pool.kept_bytes() == kSlot);
+
+  stream_slot(1, 'b');
+  CHECK(pool.kept_bytes() == 0);  // taken by the stream
+  std::vector<Extent> second = b.TakeFullSlots();
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].data.data() == buffer);
+  CHECK(second[0].offset == kSlot);
+  REQUIRE(second[0].data.size() == kSlot);
+  for (uint64_t i = 0; i < 4; ++i) {
+    mib[0] = 'b';
+    CHECK(second[0].data.compare(i * mib.size(), mib.size(), mib) == 0);
+  }
+
+  SECTION("scattered writes never take a kept buffer") {
+    pool.Give(std::move(second[0].data));
+    b.Write(2 * kSlot + 4096, std::string(64 << 10, 's'));
+    b.Write(3 * kSlot, std::string(64 << 10, 's'));
+    CHECK(pool.kept_bytes() == kSlot);
+  }
+}
+
+TEST_CASE("the slot buffer pool keeps at most its bound and nothing small") {
+  SlotBufferPool pool;
+  auto buffer = [](size_t capacity) {
+    std::string s;
+    s.reserve(capacity);
+    s.append(10, 'x');
+    return s;
+  };
+  pool.Give(buffer(SlotBufferPool::kMinKept - 1));
+  CHECK(pool.kept_bytes() == 0);
+  for (int i = 0; i < 12; ++i) pool.Give(buffer(4 << 20));
+  CHECK(pool.kept_bytes() <= SlotBufferPool::kMaxKeptBytes);
+  CHECK(pool.kept_bytes() >= SlotBufferPool::kMaxKeptBytes - (4 << 20));
+  std::string s = pool.Take(4 << 20);
+  CHECK(s.empty());
+  CHECK(s.capacity() >= (4u << 20));
+  CHECK(pool.Take(64 << 20).capacity() < (64u << 20));  // none that big: a fresh string
 }
 
 }  // namespace

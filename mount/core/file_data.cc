@@ -75,7 +75,11 @@ std::set<uint32_t> VolumeSet::Take() {
 }
 
 FileData::FileData(FileContext* ctx, const Attr& attr)
-    : ctx_(ctx), ino_(attr.ino()), size_(attr.size()), known_version_(attr.version()), dirty_(ctx->chunk_size) {
+    : ctx_(ctx),
+      ino_(attr.ino()),
+      size_(attr.size()),
+      known_version_(attr.version()),
+      dirty_(ctx->chunk_size, &ctx->slot_buffers) {
   if (attr.size() == 0) {  // nothing to load: an empty file reads as empty whatever its records
     loaded_ = true;
     view_version_ = attr.version();

@@ -84,6 +84,8 @@ struct FileContext {
   WriteBudget* budget = nullptr;
   ThreadPool* uploads = nullptr;  // background uploads; -concurrentWriters threads
   uint64_t chunk_size = 4 << 20;  // slot and largest blob, in bytes
+  // Slot buffers of finished uploads, for the next streaming writer of any file.
+  SlotBufferPool slot_buffers;
   // Not-yet-durable volumes of files no longer open here (a FileData hands its own over when
   // its last handle closes, and again when it goes): the next fsync of any file syncs them
   // too, so an fsync through a new descriptor covers what an earlier, closed one wrote.

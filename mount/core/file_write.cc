@@ -147,6 +147,9 @@ void FileData::RunUpload(const std::shared_ptr<Upload>& up, bool durable) {
     commit = s.ok() && pending_.size() >= kBackgroundCommitChunks && !flushing_;
   }
   cv_.NotifyAll();
+  // Out of inflight_ (under mu_), so no read looks at these bytes any more; a failed upload's
+  // went back into dirty_ as copies.
+  for (Extent& e : up->extents) ctx_->slot_buffers.Give(std::move(e.data));
   if (commit) {
     auto self = shared_from_this();
     ctx_->uploads->TrySubmit([self] { self->CommitInBackground(); });
