@@ -160,10 +160,10 @@ void HttpClient::PutIdle(const std::string& host_port, int fd) {
   v.push_back(Idle{fd, std::chrono::steady_clock::now()});
 }
 
-absl::StatusOr<ClientResponse> HttpClient::Do(std::string_view method, std::string_view host_port,
-                                              std::string_view target, const Headers& headers,
-                                              std::string_view body,
-                                              const std::function<absl::Status(std::string_view)>& on_body) {
+absl::StatusOr<ClientResponse> HttpClient::Do(
+    std::string_view method, std::string_view host_port, std::string_view target,
+    const Headers& headers, std::string_view body,
+    const std::function<absl::Status(std::string_view)>& on_body, BodyBuffer into) {
   AboutToBlock();
   std::string key(host_port);
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -173,7 +173,8 @@ absl::StatusOr<ClientResponse> HttpClient::Do(std::string_view method, std::stri
       ASSIGN_OR_RETURN(fd, Connect(host_port));
     }
     bool keep_alive = false, got_bytes = false;
-    auto r = DoOnce(fd, method, host_port, target, headers, body, on_body, &keep_alive, &got_bytes);
+    auto r = DoOnce(fd, method, host_port, target, headers, body, on_body, into, &keep_alive,
+                    &got_bytes);
     if (r.ok() && keep_alive) {
       PutIdle(key, fd);
     } else {
@@ -185,11 +186,11 @@ absl::StatusOr<ClientResponse> HttpClient::Do(std::string_view method, std::stri
   return absl::UnavailableError("unreachable");
 }
 
-absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view method, std::string_view host_port,
-                                                  std::string_view target, const Headers& headers,
-                                                  std::string_view body,
-                                                  const std::function<absl::Status(std::string_view)>& on_body,
-                                                  bool* keep_alive, bool* got_bytes) {
+absl::StatusOr<ClientResponse> HttpClient::DoOnce(
+    int fd, std::string_view method, std::string_view host_port, std::string_view target,
+    const Headers& headers, std::string_view body,
+    const std::function<absl::Status(std::string_view)>& on_body, BodyBuffer into, bool* keep_alive,
+    bool* got_bytes) {
   std::string head = kelp::StrCat(method, " ", target, " HTTP/1.1\r\nHost: ", host_port, "\r\n");
   for (const auto& [k, v] : headers.items()) kelp::StrAppend(&head, k, ": ", v, "\r\n");
   bool has_body = !body.empty() || method == "PUT" || method == "POST";
@@ -208,25 +209,30 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
 
   RecvBuffer buf;
   size_t pos = 0;
-  auto read_more = [&]() -> absl::Status {
-    if (pos > 0 && pos == buf.size()) {
-      buf.clear();
-      pos = 0;
-    }
-    char* dst = buf.Reserve(64 << 10);
-    ssize_t n;
+  // recv into dst (at most n bytes): the count, or the error.
+  auto recv_some = [&](char* dst, size_t n) -> absl::StatusOr<size_t> {
+    ssize_t got;
     do {
-      n = recv(fd, dst, 64 << 10, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n > 0) buf.Grow(n);
-    if (n == 0) return absl::UnavailableError(kelp::StrCat("connection to ", host_port, " closed"));
-    if (n < 0) {
+      got = recv(fd, dst, n, 0);
+    } while (got < 0 && errno == EINTR);
+    if (got == 0)
+      return absl::UnavailableError(kelp::StrCat("connection to ", host_port, " closed"));
+    if (got < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         return PosixError(ETIMEDOUT, kelp::StrCat("reading from ", host_port, ": timed out"));
       }
       return ErrnoStatus(kelp::StrCat("recv from ", host_port));
     }
     *got_bytes = true;
+    return static_cast<size_t>(got);
+  };
+  auto read_more = [&]() -> absl::Status {
+    if (pos > 0 && pos == buf.size()) {
+      buf.clear();
+      pos = 0;
+    }
+    ASSIGN_OR_RETURN(size_t n, recv_some(buf.Reserve(64 << 10), 64 << 10));
+    buf.Grow(n);
     return absl::OkStatus();
   };
 
@@ -275,6 +281,23 @@ absl::StatusOr<ClientResponse> HttpClient::DoOnce(int fd, std::string_view metho
       pos = buf.size();
       absl::Status s = read_more();
       if (!s.ok()) break;  // EOF ends the body
+    }
+  } else if (on_body && into.data != nullptr && resp.status >= 200 && resp.status < 300 &&
+             rh.framing.content_length >= 0 &&
+             static_cast<uint64_t>(rh.framing.content_length) <= into.size) {
+    // Straight into the caller's memory: what came with the head is moved there, the rest is
+    // received there.
+    const size_t length = static_cast<size_t>(rh.framing.content_length);
+    size_t filled = std::min(length, buf.size() - pos);
+    if (filled > 0) {
+      std::memcpy(into.data, std::string_view(buf).data() + pos, filled);
+      pos += filled;
+      RETURN_IF_ERROR(on_body(std::string_view(into.data, filled)));
+    }
+    while (filled < length) {
+      ASSIGN_OR_RETURN(size_t n, recv_some(into.data + filled, length - filled));
+      RETURN_IF_ERROR(on_body(std::string_view(into.data + filled, n)));
+      filled += n;
     }
   } else {
     uint64_t left = rh.framing.content_length;

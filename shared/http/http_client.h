@@ -25,6 +25,12 @@ struct ClientResponse {
   std::string body;  // empty when a body sink was given
 };
 
+// Memory a 2xx body of known length may be received straight into (HttpClient::Do).
+struct BodyBuffer {
+  char* data = nullptr;
+  size_t size = 0;
+};
+
 class HttpClient {
  public:
   struct Options {
@@ -40,11 +46,14 @@ class HttpClient {
   // host_port: "127.0.0.1:8080". target: "/3,01637037d6?fsync=true" (already encoded).
   // on_body, when set, receives a 2xx response's body in pieces instead of
   // ClientResponse::body; returning an error aborts the transfer (and the connection). Other
-  // responses' bodies (error texts) still go to ClientResponse::body.
-  absl::StatusOr<ClientResponse> Do(std::string_view method, std::string_view host_port,
-                                    std::string_view target, const Headers& headers = {},
-                                    std::string_view body = {},
-                                    const std::function<absl::Status(std::string_view)>& on_body = nullptr);
+  // responses' bodies (error texts) still go to ClientResponse::body. With into, a 2xx body
+  // with a Content-Length of at most into.size is received straight into into.data (from its
+  // start; a retry starts there again) and on_body sees the pieces where they landed: the
+  // body is not copied through the client's buffer.
+  absl::StatusOr<ClientResponse> Do(
+      std::string_view method, std::string_view host_port, std::string_view target,
+      const Headers& headers = {}, std::string_view body = {},
+      const std::function<absl::Status(std::string_view)>& on_body = nullptr, BodyBuffer into = {});
 
   absl::StatusOr<ClientResponse> Get(std::string_view host_port, std::string_view target) {
     return Do("GET", host_port, target);
@@ -61,10 +70,11 @@ class HttpClient {
   absl::StatusOr<int> Connect(std::string_view host_port);
   int TakeIdle(const std::string& host_port);
   void PutIdle(const std::string& host_port, int fd);
-  absl::StatusOr<ClientResponse> DoOnce(int fd, std::string_view method, std::string_view host_port,
-                                        std::string_view target, const Headers& headers, std::string_view body,
-                                        const std::function<absl::Status(std::string_view)>& on_body,
-                                        bool* keep_alive, bool* got_bytes);
+  absl::StatusOr<ClientResponse> DoOnce(
+      int fd, std::string_view method, std::string_view host_port, std::string_view target,
+      const Headers& headers, std::string_view body,
+      const std::function<absl::Status(std::string_view)>& on_body, BodyBuffer into,
+      bool* keep_alive, bool* got_bytes);
 
   Options opts_;
   Mutex mu_;

@@ -248,6 +248,77 @@ TEST_CASE("HttpClient streams a 2xx body to on_body, and an error body stays in 
   CHECK(stopped.status().code() == absl::StatusCode::kCancelled);
 }
 
+TEST_CASE("HttpClient receives a 2xx body of known length straight into the caller's buffer") {
+  std::string big(300000, 'b');
+  for (size_t i = 0; i < big.size(); i += 7) big[i] = static_cast<char>('a' + i % 26);
+  ScriptedServer s([&](const std::string& req, int) -> ScriptedServer::Reply {
+    if (req.find("GET /missing") == 0) {
+      return {"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found"};
+    }
+    if (req.find("GET /chunked") == 0) {
+      return {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"};
+    }
+    return {Ok(big)};
+  });
+  HttpClient c;
+  // Pieces that lie in buf, each right after the one before, and the bytes of all pieces.
+  struct Seen {
+    size_t in_place = 0, elsewhere = 0;
+    std::string bytes;
+  };
+  auto sink = [](std::string& buf, Seen* seen) {
+    return [&buf, seen](std::string_view p) {
+      if (p.data() == buf.data() + seen->bytes.size()) {
+        ++seen->in_place;
+      } else {
+        ++seen->elsewhere;
+      }
+      seen->bytes.append(p);
+      return absl::OkStatus();
+    };
+  };
+
+  std::string buf(big.size(), 'x');
+  Seen seen;
+  auto r =
+      c.Do("GET", s.addr(), "/big", {}, {}, sink(buf, &seen), BodyBuffer{buf.data(), buf.size()});
+  REQUIRE(r.ok());
+  CHECK(r->body.empty());
+  CHECK(seen.elsewhere == 0);
+  CHECK(seen.in_place > 0);
+  CHECK(seen.bytes == big);
+  CHECK(buf == big);
+
+  // A buffer too small for the body: the pieces come through the client's own buffer.
+  std::string small(1000, 'x');
+  Seen through;
+  r = c.Do("GET", s.addr(), "/big", {}, {}, sink(small, &through),
+           BodyBuffer{small.data(), small.size()});
+  REQUIRE(r.ok());
+  CHECK(through.in_place == 0);
+  CHECK(through.bytes == big);
+  CHECK(small == std::string(1000, 'x'));
+
+  // A chunked body has no length to receive into: decoded as before.
+  Seen chunked;
+  r = c.Do("GET", s.addr(), "/chunked", {}, {}, sink(buf, &chunked),
+           BodyBuffer{buf.data(), buf.size()});
+  REQUIRE(r.ok());
+  CHECK(chunked.bytes == "hello");
+  CHECK(chunked.in_place == 0);
+
+  // An error's text stays in the response; the buffer is not touched.
+  std::string untouched(64, 'x');
+  Seen none;
+  r = c.Do("GET", s.addr(), "/missing", {}, {}, sink(untouched, &none),
+           BodyBuffer{untouched.data(), untouched.size()});
+  REQUIRE(r.ok());
+  CHECK(r->status == 404);
+  CHECK(r->body == "not found");
+  CHECK(none.bytes.empty());
+  CHECK(untouched == std::string(64, 'x'));
+}
+
 TEST_CASE("HttpClient limits, timeouts and unreachable servers are errors, not hangs") {
   SECTION("a body over max_body_bytes") {
     ScriptedServer s([](const std::string&, int) {

@@ -149,14 +149,17 @@ absl::Status BlobClient::Get(std::string_view fid, uint64_t offset, uint64_t len
         *urls, offset + done, length - done,
         [&](const std::string& url, uint64_t off, uint64_t len, const ByteSink& piece_sink) {
           absl::Status r = client_->Read(url, fid, off, len, piece_sink);
-          if (!r.ok()) spdlog::warn("read of {} [{}, +{}) from {} failed: {}", fid, off, len, url, r);
+          if (!r.ok())
+            spdlog::warn("read of {} [{}, +{}) from {} failed: {}", fid, off, len, url, r);
           return r;
         },
-        [&](std::string_view piece) {
-          sink_error = sink(piece);
-          if (sink_error.ok()) done += piece.size();
-          return sink_error;
-        },
+        ByteSink(
+            [&](std::string_view piece) {
+              sink_error = sink(piece);
+              if (sink_error.ok()) done += piece.size();
+              return sink_error;
+            },
+            sink.into_after(done), sink.into_size_after(done)),
         &failovers);
     get_failovers_->Inc(failovers);
     if (s.ok()) {
@@ -223,12 +226,15 @@ absl::Status ReadWithFailover(const std::vector<std::string>& urls, uint64_t off
   absl::Status sink_error;
   absl::Status last = PosixError(EIO, "blob has no replica to read from");
   for (const auto& url : urls) {
-    absl::Status s = read(url, offset + done, length - done, [&](std::string_view piece) {
-      piece = piece.substr(0, length - done);
-      sink_error = sink(piece);
-      if (sink_error.ok()) done += piece.size();
-      return sink_error;
-    });
+    absl::Status s = read(url, offset + done, length - done,
+                          ByteSink(
+                              [&](std::string_view piece) {
+                                piece = piece.substr(0, length - done);
+                                sink_error = sink(piece);
+                                if (sink_error.ok()) done += piece.size();
+                                return sink_error;
+                              },
+                              sink.into_after(done), sink.into_size_after(done)));
     if (!sink_error.ok()) return sink_error;
     if (s.ok() && done == length) return s;
     if (s.ok()) s = PosixError(EIO, kelp::StrCat("replica ", url, " sent ", length - done, " bytes too few"));

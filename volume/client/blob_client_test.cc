@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstring>
 
 #include "shared/file_id.h"
 #include "shared/status.h"
@@ -80,10 +81,29 @@ TEST_CASE("blob client: puts in assigned batches, reads back by ranges, syncs vo
     CHECK(out == data.substr(50, out.size()));
   }
   CHECK(tc.lookups == 0);  // the assignment told where volume 1 is
+
+  // A read into a buffer is received in place: every piece lies where it belongs.
+  const auto& [big_fid, big] = stored.back();
+  std::string in(big.size() - 7, 'x');
+  size_t got = 0, elsewhere = 0;
+  auto take = [&](std::string_view p) {
+    if (p.data() != in.data() + got) {
+      ++elsewhere;
+      std::memcpy(in.data() + got, p.data(), p.size());
+    }
+    got += p.size();
+    return absl::OkStatus();
+  };
+  REQUIRE(bc.Get(big_fid, 7, in.size(), ByteSink(take, in.data(), in.size())).ok());
+  CHECK(got == in.size());
+  CHECK(elsewhere == 0);
+  CHECK(in == big.substr(7));
+
   REQUIRE(bc.SyncVolumes({1}).ok());
   CHECK(kelp::ErrnoOf(bc.SyncVolumes({7})) == EIO);  // nowhere to be found
-  std::string nope(10, '\0');
+  std::string nope(10, 'x');
   CHECK(kelp::ErrnoOf(bc.Read(FileId{1, 999999, 0xabcdef}.ToString(), 0, 10, nope.data())) == ENOENT);
+  CHECK(nope == std::string(10, 'x'));  // the 404's text went elsewhere
 }
 
 TEST_CASE("blob client: a dead replica is skipped, a failed upload takes a fresh assignment") {
@@ -182,6 +202,35 @@ TEST_CASE("a replica that fails part way is resumed on the next one, no byte twi
         absl::StatusCode::kUnavailable);
   CHECK(failovers == 2);
   CHECK(ReadWithFailover({}, 0, 1, read, sink, &failovers).code() != absl::StatusCode::kOk);
+
+  // Into a buffer: each replica's bytes go on where the last one stopped.
+  std::string in(5000, 'x');
+  size_t placed = 0, elsewhere = 0;
+  auto take = [&](std::string_view p) {
+    if (p.data() != in.data() + placed) {
+      ++elsewhere;
+      std::memcpy(in.data() + placed, p.data(), p.size());
+    }
+    placed += p.size();
+    return absl::OkStatus();
+  };
+  auto read_in_place = [&](const std::string& url, uint64_t off, uint64_t len,
+                           const ByteSink& sink) -> absl::Status {
+    REQUIRE(sink.into != nullptr);
+    REQUIRE(sink.into_size == len);
+    size_t n = url == "flaky" ? 1234 : len;
+    std::memcpy(sink.into, blob.data() + off, n);
+    RETURN_IF_ERROR(sink(std::string_view(sink.into, n)));
+    return n < len ? absl::UnavailableError("connection reset") : absl::OkStatus();
+  };
+  failovers = 0;
+  REQUIRE(ReadWithFailover({"flaky", "good"}, 100, 5000, read_in_place,
+                           ByteSink(take, in.data(), in.size()), &failovers)
+              .ok());
+  CHECK(failovers == 1);
+  CHECK(placed == 5000);
+  CHECK(elsewhere == 0);
+  CHECK(in == blob.substr(100, 5000));
 
   // A sink error (the client went away) stops at once.
   auto bad_sink = [](std::string_view) { return absl::DataLossError("client gone"); };

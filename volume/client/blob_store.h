@@ -17,6 +17,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,7 +27,34 @@
 namespace kelp::volume {
 
 // Takes the bytes of a read in order, piece by piece; an error it returns ends the read.
-using ByteSink = std::function<absl::Status(std::string_view)>;
+//
+// A sink that copies every byte into one buffer may name it (into, into_size): a transport
+// that can receive into memory puts the bytes there, in order from its start, and hands the
+// sink views of them where they landed, so the sink has nothing to copy (BlobStore::Read).
+// Pieces may still come from elsewhere (a fake store, a transport that cannot): the sink
+// compares piece.data() with where the piece belongs.
+struct ByteSink {
+  template <typename F,
+            std::enable_if_t<!std::is_same_v<std::decay_t<F>, ByteSink> &&
+                                 std::is_invocable_r_v<absl::Status, const F&, std::string_view>,
+                             int> = 0>
+  ByteSink(F write) : write(std::move(write)) {}  // NOLINT: implicit, from any callable
+  ByteSink(std::function<absl::Status(std::string_view)> write, char* into, size_t into_size)
+      : write(std::move(write)), into(into), into_size(into_size) {}
+
+  absl::Status operator()(std::string_view piece) const { return write(piece); }
+  // The buffer left after the first `taken` bytes (null when none was named).
+  char* into_after(uint64_t taken) const {
+    return into != nullptr && taken <= into_size ? into + taken : nullptr;
+  }
+  size_t into_size_after(uint64_t taken) const {
+    return into_after(taken) != nullptr ? into_size - taken : 0;
+  }
+
+  std::function<absl::Status(std::string_view)> write;
+  char* into = nullptr;
+  size_t into_size = 0;
+};
 
 class BlobStore {
  public:
@@ -47,15 +76,17 @@ class BlobStore {
   // Best-effort delete of blobs that nothing references (an upload whose commit failed).
   virtual void Discard(const std::vector<std::string>& fids) = 0;
 
-  // Get into a buffer of len bytes.
+  // Get into a buffer of len bytes (received straight into it where the transport can).
   absl::Status Read(std::string_view fid, uint64_t offset, size_t len, char* dst) {
     size_t got = 0;
-    absl::Status s = Get(fid, offset, len, [&](std::string_view piece) {
-      if (piece.size() > len - got) return absl::DataLossError("a replica sent more bytes than asked for");
-      std::memcpy(dst + got, piece.data(), piece.size());
+    auto take = [&](std::string_view piece) {
+      if (piece.size() > len - got)
+        return absl::DataLossError("a replica sent more bytes than asked for");
+      if (piece.data() != dst + got) std::memcpy(dst + got, piece.data(), piece.size());
       got += piece.size();
       return absl::OkStatus();
-    });
+    };
+    absl::Status s = Get(fid, offset, len, ByteSink(take, dst, len));
     if (s.ok() && got != len) return absl::DataLossError("a replica sent fewer bytes than asked for");
     return s;
   }

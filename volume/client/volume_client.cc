@@ -132,8 +132,7 @@ absl::StatusOr<VolumeClient::UploadResult> VolumeClient::Upload(std::string_view
 }
 
 absl::Status VolumeClient::Read(std::string_view location, std::string_view fid, uint64_t offset,
-                                uint64_t length,
-                                const std::function<absl::Status(std::string_view)>& sink) {
+                                uint64_t length, const ByteSink& sink) {
   std::string what = kelp::StrCat("read ", fid, " from ", location);
   http::Headers h;
   if (offset > 0 || length > 0) {
@@ -144,14 +143,16 @@ absl::Status VolumeClient::Read(std::string_view location, std::string_view fid,
   const bool ranged = offset > 0 || length > 0;
   uint64_t left = length > 0 ? length : UINT64_MAX;
   absl::Status sink_error;
-  auto resp =
-      http_.Do("GET", location, Target(fid), h, {}, [&](std::string_view piece) -> absl::Status {
+  auto resp = http_.Do(
+      "GET", location, Target(fid), h, {},
+      [&](std::string_view piece) -> absl::Status {
         if (piece.size() > left) piece = piece.substr(0, left);
         left -= piece.size();
         if (piece.empty()) return absl::OkStatus();
         sink_error = sink(piece);
         return sink_error;
-      });
+      },
+      http::BodyBuffer{sink.into, sink.into_size});
   if (!sink_error.ok()) return sink_error;
   if (!resp.ok()) return Transport(resp.status(), what);
   if (resp->status == 206 || (resp->status == 200 && !ranged)) return absl::OkStatus();

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "proto/volume.pb.h"
 #include "shared/http/http_client.h"
+#include "volume/client/blob_store.h"
 
 namespace kelp::volume {
 
@@ -53,10 +54,11 @@ class VolumeClient {
   // Reads length bytes of blob fid from offset (length 0 = to the end).
   absl::StatusOr<std::string> Read(std::string_view location, std::string_view fid,
                                    uint64_t offset = 0, uint64_t length = 0);
-  // The same, delivering the bytes to sink in pieces as they arrive; an error from sink
-  // aborts the transfer and is returned.
+  // The same, delivering the bytes to sink in pieces as they arrive (received straight into
+  // the sink's buffer when it names one large enough); an error from sink aborts the transfer
+  // and is returned.
   absl::Status Read(std::string_view location, std::string_view fid, uint64_t offset,
-                    uint64_t length, const std::function<absl::Status(std::string_view)>& sink);
+                    uint64_t length, const ByteSink& sink);
 
   // Makes every blob written so far to these volumes durable on every replica (POST
   // /sync?volumes=, docs/volume-http.md) on the server at location.
