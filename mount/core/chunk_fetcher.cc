@@ -9,7 +9,11 @@
 namespace kelp::mount {
 
 ChunkFetcher::ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool, Options options)
-    : blobs_(blobs), cache_(cache), pool_(pool), opts_(options) {
+    : blobs_(blobs),
+      cache_(cache),
+      pool_(pool),
+      opts_(options),
+      buffers_(std::make_shared<WindowBuffers>(options.window)) {
   auto& reg = MetricsRegistry::Default();
   window_hits_ = reg.GetCounter("kelp_mount_readahead_hits_total", "sequential reads served from a read-ahead window");
   window_loads_ = reg.GetCounter("kelp_mount_readahead_loads_total", "read-ahead windows fetched");
@@ -21,6 +25,28 @@ ChunkFetcher::ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool
       reg.GetCounter("kelp_mount_cache_fills_declined_total",
                      "misses that left their blocks uncached because the cache was full "
                      "(one in full_fill_every fetches them)");
+}
+
+std::unique_ptr<char[]> ChunkFetcher::WindowBuffers::Take() {
+  {
+    MutexLock lock(mu_);
+    if (!kept_.empty()) {
+      std::unique_ptr<char[]> b = std::move(kept_.back());
+      kept_.pop_back();
+      return b;
+    }
+  }
+  return std::make_unique_for_overwrite<char[]>(size_);
+}
+
+void ChunkFetcher::WindowBuffers::Give(std::unique_ptr<char[]> buffer) {
+  MutexLock lock(mu_);
+  if (kept_.size() < kKept) kept_.push_back(std::move(buffer));
+}
+
+size_t ChunkFetcher::WindowBuffers::kept() {
+  MutexLock lock(mu_);
+  return kept_.size();
 }
 
 ChunkFetcher::~ChunkFetcher() {
@@ -125,19 +151,24 @@ void ChunkFetcher::LoadWindow(const std::string& fid, uint64_t blob_size, uint64
   // Not zeroed first: the cache or the blob fills every byte (a 4 MiB memset per window was a
   // tenth of a sequential reader's CPU).
   const size_t n = end - start;
-  auto data = std::make_unique_for_overwrite<char[]>(n);
+  // A whole window goes into a buffer an earlier one gave back; a blob's short last one into
+  // its own (a small blob does not hold a whole window's memory).
+  const bool whole = n == buffers_->size();
+  auto data = whole ? buffers_->Take() : std::make_unique_for_overwrite<char[]>(n);
   absl::Status s;
   if (cache_ == nullptr || !cache_->Read(fid, blob_size, start, n, data.get())) {
     s = blobs_->Read(fid, start, n, data.get());
     if (s.ok()) InsertBlocks(fid, blob_size, start, std::string_view(data.get(), n));
   }
   window_loads_->Inc();
+  if (!s.ok() && whole) buffers_->Give(std::move(data));
   MutexLock lock(mu_);
   w->loading = false;
   w->status = s;
   if (s.ok()) {
     w->data = std::move(data);
     w->size = n;
+    if (whole) w->buffers = buffers_;
   } else {
     // A failed window is not kept: the next reader tries again (maybe another replica).
     auto it = windows_.find(Key{fid, index});

@@ -98,6 +98,29 @@ class FullCache : public ChunkCache {
   ChunkCache* const c_;
 };
 
+TEST_CASE("read-ahead windows load into buffers that windows gone before gave back") {
+  FakeBlobStore blobs;
+  ChunkFetcher::Options o;
+  o.window = 4096;
+  o.max_windows = 2;
+  ChunkFetcher f(&blobs, nullptr, nullptr, o);
+  // Two blobs of ten whole windows and a short one, each byte different from the other blob's.
+  for (int seed : {3, 5}) {
+    std::string blob(10 * 4096 + 500, '\0');
+    for (size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>(i * seed + i / 4096);
+    auto fid = blobs.Put(blob, false);
+    REQUIRE(fid.ok());
+    std::string got(blob.size(), 'x');
+    for (size_t off = 0; off < blob.size(); off += 1000) {
+      size_t n = std::min<size_t>(1000, blob.size() - off);
+      REQUIRE(f.Read(*fid, blob.size(), off, n, got.data() + off, true).ok());
+    }
+    CHECK(got == blob);  // a reused buffer holds only the new window's bytes
+    CHECK(f.kept_window_buffers() > 0);
+    CHECK(f.kept_window_buffers() <= 4);
+  }
+}
+
 TEST_CASE("past a full cache one miss in full_fill_every fetches its block") {
   CachedBlob t(17);
   FullCache full(t.cache.get());
