@@ -18,6 +18,25 @@ using kelp::StrCat;
 
 namespace {
 
+// A sink into buf that copies only the pieces that did not land where they belong already,
+// and counts them.
+struct InPlace {
+  std::string& buf;
+  size_t placed = 0, elsewhere = 0;
+  ByteSink Sink() {
+    return ByteSink(
+        [this](std::string_view p) {
+          if (p.data() != buf.data() + placed) {
+            ++elsewhere;
+            std::memcpy(buf.data() + placed, p.data(), p.size());
+          }
+          placed += p.size();
+          return absl::OkStatus();
+        },
+        buf.data(), buf.size());
+  }
+};
+
 // Assigns keys of volume 1 on `primary`; looks volume 1 up as `holders`.
 struct TestCoordinator {
   std::string primary;
@@ -85,18 +104,10 @@ TEST_CASE("blob client: puts in assigned batches, reads back by ranges, syncs vo
   // A read into a buffer is received in place: every piece lies where it belongs.
   const auto& [big_fid, big] = stored.back();
   std::string in(big.size() - 7, 'x');
-  size_t got = 0, elsewhere = 0;
-  auto take = [&](std::string_view p) {
-    if (p.data() != in.data() + got) {
-      ++elsewhere;
-      std::memcpy(in.data() + got, p.data(), p.size());
-    }
-    got += p.size();
-    return absl::OkStatus();
-  };
-  REQUIRE(bc.Get(big_fid, 7, in.size(), ByteSink(take, in.data(), in.size())).ok());
-  CHECK(got == in.size());
-  CHECK(elsewhere == 0);
+  InPlace sink{in};
+  REQUIRE(bc.Get(big_fid, 7, in.size(), sink.Sink()).ok());
+  CHECK(sink.placed == in.size());
+  CHECK(sink.elsewhere == 0);
   CHECK(in == big.substr(7));
 
   REQUIRE(bc.SyncVolumes({1}).ok());
@@ -205,15 +216,7 @@ TEST_CASE("a replica that fails part way is resumed on the next one, no byte twi
 
   // Into a buffer: each replica's bytes go on where the last one stopped.
   std::string in(5000, 'x');
-  size_t placed = 0, elsewhere = 0;
-  auto take = [&](std::string_view p) {
-    if (p.data() != in.data() + placed) {
-      ++elsewhere;
-      std::memcpy(in.data() + placed, p.data(), p.size());
-    }
-    placed += p.size();
-    return absl::OkStatus();
-  };
+  InPlace in_place{in};
   auto read_in_place = [&](const std::string& url, uint64_t off, uint64_t len,
                            const ByteSink& sink) -> absl::Status {
     REQUIRE(sink.into != nullptr);
@@ -224,12 +227,11 @@ TEST_CASE("a replica that fails part way is resumed on the next one, no byte twi
     return n < len ? absl::UnavailableError("connection reset") : absl::OkStatus();
   };
   failovers = 0;
-  REQUIRE(ReadWithFailover({"flaky", "good"}, 100, 5000, read_in_place,
-                           ByteSink(take, in.data(), in.size()), &failovers)
+  REQUIRE(ReadWithFailover({"flaky", "good"}, 100, 5000, read_in_place, in_place.Sink(), &failovers)
               .ok());
   CHECK(failovers == 1);
-  CHECK(placed == 5000);
-  CHECK(elsewhere == 0);
+  CHECK(in_place.placed == 5000);
+  CHECK(in_place.elsewhere == 0);
   CHECK(in == blob.substr(100, 5000));
 
   // A sink error (the client went away) stops at once.
