@@ -1,5 +1,7 @@
 #include "filer/client/filer_client.h"
 
+#include <random>
+
 #include "shared/coding.h"
 #include "shared/security/jwt.h"
 #include "shared/security/security.h"
@@ -27,19 +29,29 @@ std::string UpgradeAuthorization() {
 }
 
 // With [grpc] certificates the connection is mutual TLS, as gRPC is (docs/security.md).
-rpc::Channel::Options ChannelOptions(const FilerClientOptions& o) {
+rpc::Channel::Options ChannelOptions(const FilerClientOptions& o, uint64_t client_id) {
   rpc::Channel::Options c;
   c.connect_timeout_ms = static_cast<int>(o.connect_timeout.count());
   c.max_payload = o.max_receive_bytes;
-  c.upgrade_headers = UpgradeAuthorization;
+  c.upgrade_headers = [client = rpc::ClientIdHeader(client_id)] {
+    return UpgradeAuthorization() + client;
+  };
   c.tls = security::ClientSslCtx();
   return c;
 }
 
+uint64_t NewClientId() {
+  std::mt19937_64 rng{std::random_device{}()};
+  uint64_t id = 0;
+  while (id == 0) id = rng();
+  return id;
+}
+
 }  // namespace
 
-FilerClient::FilerClient(std::string filer, FilerClientOptions options) : opts_(std::move(options)) {
-  const rpc::Channel::Options copts = ChannelOptions(opts_);
+FilerClient::FilerClient(std::string filer, FilerClientOptions options)
+    : opts_(std::move(options)), client_id_(NewClientId()) {
+  const rpc::Channel::Options copts = ChannelOptions(opts_, client_id_);
   std::vector<std::string_view> list = SplitSkipEmpty(filer, ',');
   if (list.size() <= 1) {
     channels_.push_back(std::make_unique<rpc::Channel>(std::move(filer), copts));  // as given
@@ -577,13 +589,13 @@ absl::StatusOr<cluster::LookupVolumeResponse> FilerClient::LookupVolume(const cl
 
 // ---- Events ----
 
-absl::StatusOr<std::unique_ptr<FilerClient::EventStream>> FilerClient::Subscribe(uint64_t from_seq,
-                                                                                 std::string_view path_prefix,
-                                                                                 std::string_view client) {
+absl::StatusOr<std::unique_ptr<FilerClient::EventStream>> FilerClient::Subscribe(
+    uint64_t from_seq, std::string_view path_prefix, std::string_view client, bool skip_own) {
   SubscribeRequest req;
   req.set_from_seq(from_seq);
   req.set_path_prefix(std::string(path_prefix));
   req.set_client(std::string(client));
+  req.set_skip_own(skip_own);
   CountCall(FilerMethod::kSubscribe);
   absl::StatusOr<std::unique_ptr<rpc::ClientStream>> stream;
   for (size_t n = 0; n < channels_.size(); ++n) {

@@ -164,8 +164,15 @@ class FilerClient {
     explicit EventStream(std::unique_ptr<rpc::ClientStream> s) : stream_(std::move(s)) {}
     std::unique_ptr<rpc::ClientStream> stream_;
   };
-  absl::StatusOr<std::unique_ptr<EventStream>> Subscribe(uint64_t from_seq, std::string_view path_prefix,
-                                                         std::string_view client);
+  // skip_own: leave out the events of changes this client made (its calls carry its
+  // client_id(); SubscribeRequest.skip_own). Its own changes' replies already said what they did.
+  absl::StatusOr<std::unique_ptr<EventStream>> Subscribe(uint64_t from_seq,
+                                                         std::string_view path_prefix,
+                                                         std::string_view client,
+                                                         bool skip_own = false);
+  // The id this client names on each of its connections (Kelp-Client, docs/rpc-protocol.md):
+  // random, not 0, one per FilerClient.
+  uint64_t client_id() const { return client_id_; }
 
   // Calls made, per method (tests and metrics), and fsyncs sent or skipped.
   uint64_t calls(FilerMethod m) const;
@@ -204,6 +211,7 @@ class FilerClient {
   std::shared_ptr<QueuedCommit> NextCommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(commit_mu_);
 
   const FilerClientOptions opts_;
+  const uint64_t client_id_;
   // One per filer of the list; calls go to channels_[current_].
   std::vector<std::unique_ptr<rpc::Channel>> channels_;
   std::atomic<size_t> current_{0};

@@ -9,6 +9,7 @@
 #include "filer/store/keys.h"
 #include "shared/coding.h"
 #include "shared/log.h"
+#include "shared/rpc/caller.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -231,14 +232,16 @@ absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events, bool syn
   ASSIGN_OR_RETURN(Reservation res, Reserve(events.size()));
   if (!res.guard.empty()) b.Require(res.guard);
   int64_t now = clock_->WallNs();
+  const uint64_t origin = rpc::CallerId();
   for (size_t i = 0; i < events.size(); ++i) {
     Event& e = events[i];
     e.set_seq(res.first + i);
+    e.set_origin(origin);
     if (e.time_ns() == 0) e.set_time_ns(now);
     b.Put(keys::EventKey(res.first + i), e.SerializeAsString());
   }
   absl::Status s = commit();
-  Complete(res.first, events.size());
+  Complete(res.first, events.size(), origin);
   if (!s.ok() && !res.guard.empty()) {
     if (auto missing = MissingKeyOf(s); missing && *missing == res.guard) {
       // Absent from this transaction's snapshot: revoked, or opened after the snapshot was
@@ -251,7 +254,7 @@ absl::Status EventLog::Write(WriteBatch& b, std::vector<Event>& events, bool syn
   return s;
 }
 
-void EventLog::Complete(uint64_t first, size_t n) {
+void EventLog::Complete(uint64_t first, size_t n, uint64_t origin) {
   {
     MutexLock lock(mu_);
     if (shared()) {
@@ -261,14 +264,44 @@ void EventLog::Complete(uint64_t first, size_t n) {
       for (size_t i = 0; i < n; ++i) it->second.inflight.erase(first + i);
       RecomputeLocked();
     } else {
-      for (size_t i = 0; i < n; ++i) done_.insert(first + i);
-      while (!done_.empty() && *done_.begin() == published_ + 1) {
+      for (size_t i = 0; i < n; ++i) done_.emplace(first + i, origin);
+      while (!done_.empty() && done_.begin()->first == published_ + 1) {
+        PublishedLocked(published_ + 1, done_.begin()->second);
         done_.erase(done_.begin());
-        ++published_;
       }
     }
   }
   cv_.NotifyAll();
+}
+
+void EventLog::PublishedLocked(uint64_t seq, uint64_t origin) {
+  published_ = seq;
+  for (auto& [skip, k] : skippers_) {
+    if (origin != 0 && origin == skip) continue;  // only that origin's events (or none) up to seq
+    k.foreign = seq;
+    k.cv->NotifyAll();
+  }
+}
+
+void EventLog::AddSkipper(uint64_t origin) {
+  if (origin == 0) return;
+  MutexLock lock(mu_);
+  Skipper& k = skippers_[origin];
+  // What was published before nobody tracked: it may all be others'.
+  if (k.refs++ == 0) k.foreign = published_;
+}
+
+void EventLog::RemoveSkipper(uint64_t origin) {
+  if (origin == 0) return;
+  MutexLock lock(mu_);
+  auto it = skippers_.find(origin);
+  if (it != skippers_.end() && --it->second.refs == 0) skippers_.erase(it);
+}
+
+std::pair<uint64_t, uint64_t> EventLog::Visible(uint64_t skip_origin) const {
+  MutexLock lock(mu_);
+  auto it = skip_origin == 0 ? skippers_.end() : skippers_.find(skip_origin);
+  return {published_, it == skippers_.end() ? published_ : it->second.foreign};
 }
 
 void EventLog::Revoked(std::string_view guard) {
@@ -294,7 +327,7 @@ void EventLog::RecomputeLocked() {
     }
   }
   if (w > 0 && w - 1 > published_) {
-    published_ = w - 1;
+    PublishedLocked(w - 1, 0);  // other filers' seqs among them: their origins are not known here
     cv_.NotifyAll();
   }
 }
@@ -403,13 +436,23 @@ uint64_t EventLog::floor() const {
   return floor_;
 }
 
-bool EventLog::WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline) {
+bool EventLog::WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline,
+                          uint64_t skip_origin) {
   MutexLock lock(mu_);
+  auto skipper = skip_origin == 0 ? skippers_.end() : skippers_.find(skip_origin);
   ++waiters_;  // seen by others only while this thread is parked in WaitUntil
-  while (!stopped_ && published_ <= after && cv_.WaitUntil(lock, deadline)) {
+  if (skipper == skippers_.end()) {
+    while (!stopped_ && published_ <= after && cv_.WaitUntil(lock, deadline)) {
+    }
+    --waiters_;
+    return published_ > after;
+  }
+  // The entry stays while this subscriber is registered (it is one of its refs).
+  Skipper& k = skipper->second;
+  while (!stopped_ && k.foreign <= after && k.cv->WaitUntil(lock, deadline)) {
   }
   --waiters_;
-  return published_ > after;
+  return k.foreign > after;
 }
 
 int EventLog::waiters() const {
@@ -421,6 +464,7 @@ void EventLog::Stop() {
   {
     MutexLock lock(mu_);
     stopped_ = true;
+    for (auto& [origin, k] : skippers_) k.cv->NotifyAll();
   }
   cv_.NotifyAll();
   if (poller_.joinable()) poller_.join();
@@ -498,13 +542,19 @@ absl::Status EventLog::Trim() {
 }
 
 EventSubscription::EventSubscription(EventLog* log, KvStore* kv, Clock* clock, uint64_t cursor,
-                                     bool reset_first, std::function<bool(const Event&)> filter)
+                                     bool reset_first, std::function<bool(const Event&)> filter,
+                                     uint64_t skip_origin)
     : log_(log),
       kv_(kv),
       clock_(clock),
       cursor_(cursor),
       reset_pending_(reset_first),
-      filter_(std::move(filter)) {}
+      filter_(std::move(filter)),
+      skip_origin_(skip_origin) {
+  log_->AddSkipper(skip_origin_);
+}
+
+EventSubscription::~EventSubscription() { log_->RemoveSkipper(skip_origin_); }
 
 Event EventSubscription::Reset() {
   Event e;
@@ -529,7 +579,10 @@ absl::StatusOr<std::vector<Event>> EventSubscription::Next(size_t max,
       cursor_ = log_->floor();
       return std::vector<Event>{Reset()};
     }
-    uint64_t pub = log_->published();
+    auto [pub, foreign] = log_->Visible(skip_origin_);
+    // From foreign + 1 on, every event is the skipped origin's: no need to read them (unless a
+    // filter must see them).
+    if (!filter_ && foreign < cursor_ && pub >= cursor_) cursor_ = pub + 1;
     std::vector<Event> out;
     while (cursor_ <= pub && out.size() < max) {
       auto it = kv_->Scan(keys::EventKey(cursor_), keys::EventKey(pub + 1), kReadScan);
@@ -540,7 +593,10 @@ absl::StatusOr<std::vector<Event>> EventSubscription::Next(size_t max,
           return absl::DataLossError(StrCat("corrupt event ", keys::FirstU64(it->key())));
         }
         cursor_ = e.seq() + 1;
-        if (!filter_ || filter_(e)) out.push_back(std::move(e));
+        // The filter sees the skipped origin's events too: it may keep track of the tree.
+        bool wanted = !filter_ || filter_(e);
+        if (wanted && (skip_origin_ == 0 || e.origin() != skip_origin_))
+          out.push_back(std::move(e));
       }
       if (!it->status().ok()) return it->status();
       // Read to the end of the range (not stopped by a limit): the rest is gaps.
@@ -552,7 +608,7 @@ absl::StatusOr<std::vector<Event>> EventSubscription::Next(size_t max,
       return std::vector<Event>{Reset()};
     }
     if (!out.empty()) return out;
-    if (!log_->WaitBeyond(cursor_ - 1, deadline)) {
+    if (!log_->WaitBeyond(cursor_ - 1, deadline, filter_ ? 0 : skip_origin_)) {
       if (log_->stopped()) return absl::UnavailableError("filer is stopping");
       return std::vector<Event>{};
     }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -62,7 +63,8 @@ class EventLog {
   // range opened later is invisible to it, and its Require would fail).
   absl::Status Prepare();
   // The one way events enter the log: writes batch b with events appended, each given the
-  // next seq and, where it has none, the time now. The seqs are published once the write has
+  // next seq, the caller's client id as its origin (rpc::CallerId(), shared/rpc/caller.h)
+  // and, where it has none, the time now. The seqs are published once the write has
   // succeeded or failed. sync: a synced write (the WAL reaches the disk before it returns).
   // txn: the operation's transaction, which commits the batch (shared stores need one: the
   // batch Requires the key of the range its seqs came from); null writes it with kv->Write.
@@ -74,7 +76,21 @@ class EventLog {
   uint64_t floor() const;
 
   // Blocks until published() > after, the deadline, or Stop(). True if published() > after.
-  bool WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline);
+  // With skip_origin (registered by AddSkipper): until an event of another origin may have
+  // been published past after (Visible().second > after); the events of skip_origin alone
+  // do not wake it.
+  bool WaitBeyond(uint64_t after, std::chrono::steady_clock::time_point deadline,
+                  uint64_t skip_origin = 0);
+  // Subscribers that leave out one origin's events register it while they read, so that the
+  // log tracks where the others' events are.
+  void AddSkipper(uint64_t origin);
+  void RemoveSkipper(uint64_t origin);
+  // published(), and the highest published seq at or below which an event of an origin other
+  // than skip_origin may be (every seq above it and up to published() holds events of
+  // skip_origin or none). Without skip_origin (0), or one not registered: published() twice.
+  // Only this filer's own writes have a known origin: seqs published by other filers of a
+  // shared store count as other origins'.
+  std::pair<uint64_t, uint64_t> Visible(uint64_t skip_origin) const;
   // Threads blocked in WaitBeyond now (subscribers waiting for an event). For tests that
   // must know a subscriber is waiting before they act.
   int waiters() const;
@@ -101,7 +117,10 @@ class EventLog {
   // Reserves n consecutive seqs. Each reserved seq must be passed to Complete() once its
   // batch was written or failed.
   absl::StatusOr<Reservation> Reserve(size_t n);
-  void Complete(uint64_t first, size_t n);
+  // origin: of the events written at those seqs.
+  void Complete(uint64_t first, size_t n, uint64_t origin);
+  // published_ moved up to seq; origin: of every seq it passed (0 = unknown or mixed).
+  void PublishedLocked(uint64_t seq, uint64_t origin) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A write failed because its range (guard) is gone: hand out no more from it.
   void Revoked(std::string_view guard);
 
@@ -145,7 +164,14 @@ class EventLog {
   mutable Mutex mu_;
   CondVar cv_;
   uint64_t published_ ABSL_GUARDED_BY(mu_) = 0;
-  std::set<uint64_t> done_ ABSL_GUARDED_BY(mu_);  // completed seqs above published_
+  std::map<uint64_t, uint64_t> done_
+      ABSL_GUARDED_BY(mu_);  // completed seqs above published_ -> origin
+  struct Skipper {
+    int refs = 0;
+    uint64_t foreign = 0;                                       // Visible().second
+    std::unique_ptr<CondVar> cv = std::make_unique<CondVar>();  // its waiters
+  };
+  std::map<uint64_t, Skipper> skippers_ ABSL_GUARDED_BY(mu_);  // by origin
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;
@@ -162,9 +188,15 @@ class EventLog {
 class EventSubscription {
  public:
   // filter: which events this subscriber wants (nullptr = all). reset_first: the first
-  // Next() answers EVENT_RESET (the subscriber asked for history that is gone).
+  // Next() answers EVENT_RESET (the subscriber asked for history that is gone). skip_origin:
+  // leave out the events of that origin (Event.origin; 0 = none); without a filter, without
+  // reading them from the store where the log knows that a stretch holds nothing else
+  // (EventLog::Visible), and without waking for them.
   EventSubscription(EventLog* log, KvStore* kv, Clock* clock, uint64_t cursor, bool reset_first,
-                    std::function<bool(const Event&)> filter);
+                    std::function<bool(const Event&)> filter, uint64_t skip_origin = 0);
+  ~EventSubscription();
+  EventSubscription(const EventSubscription&) = delete;
+  EventSubscription& operator=(const EventSubscription&) = delete;
 
   // Up to max events at or after the cursor, in seq order; waits up to `wait` when there are
   // none (then answers an empty vector). If the subscriber fell behind retention, answers a
@@ -184,6 +216,7 @@ class EventSubscription {
   uint64_t cursor_;
   bool reset_pending_;
   std::function<bool(const Event&)> filter_;
+  const uint64_t skip_origin_;
 };
 
 }  // namespace kelp::filer

@@ -4,6 +4,7 @@
 
 #include "filer/core/test_util.h"
 #include "filer/store/keys.h"
+#include "shared/rpc/caller.h"
 
 using namespace kelp::filer;
 using namespace kelp::filer::testing;
@@ -96,6 +97,56 @@ TEST_CASE("a waiting subscriber wakes up for a live event") {
   waiter.join();
   CHECK(ended.code() == absl::StatusCode::kUnavailable);
   CHECK(std::chrono::steady_clock::now() - stop < 30s);
+}
+
+TEST_CASE(
+    "a subscriber that skips one origin gets the others' events and is not woken by its own") {
+  Harness h(KELP_BACKENDS);
+  auto sub = h.fs->Subscribe(0, "", /*skip_origin=*/7);
+  REQUIRE(sub.ok());
+  auto make_as = [&](uint64_t caller, const std::string& name) {
+    kelp::rpc::ScopedCallerId as(caller);
+    h.Mkfile(1, name);
+  };
+  make_as(7, "mine");
+  make_as(8, "theirs");
+  make_as(0, "filers");  // outside any call: the filer's own work, origin 0
+  auto got = (*sub)->Next(10, 1s);
+  REQUIRE(got.ok());
+  REQUIRE(got->size() == 2);
+  CHECK((*got)[0].name() == "theirs");
+  CHECK((*got)[0].origin() == 8);
+  CHECK((*got)[1].name() == "filers");
+  CHECK((*got)[1].origin() == 0);
+
+  // Its own changes alone leave it waiting, past them (on a store of its own the log knows
+  // the stretch holds nothing else; a shared store's other filers could have written there).
+  absl::StatusOr<std::vector<Event>> later;
+  std::thread reader([&] { later = (*sub)->Next(10, 20s); });
+  CHECK(Parked(h.fs->events()));
+  make_as(7, "mine2");
+  make_as(7, "mine3");
+  auto [published, foreign] = h.fs->events().Visible(7);
+  if (!h.kv->shared()) CHECK(foreign < published);
+  CHECK(h.fs->events().Visible(0).second == published);
+  make_as(9, "theirs2");
+  reader.join();
+  REQUIRE(later.ok());
+  REQUIRE(later->size() == 1);
+  CHECK((*later)[0].name() == "theirs2");
+
+  // A subscriber without a skip gets all of them, each with its origin.
+  auto all = h.fs->Subscribe(1, "");
+  REQUIRE(all.ok());
+  auto every = (*all)->Next(100, 1s);
+  REQUIRE(every.ok());
+  std::vector<std::pair<std::string, uint64_t>> names;
+  for (const Event& e : *every) {
+    if (e.kind() == EVENT_CREATE) names.emplace_back(e.name(), e.origin());
+  }
+  CHECK(names ==
+        std::vector<std::pair<std::string, uint64_t>>{
+            {"mine", 7}, {"theirs", 8}, {"filers", 0}, {"mine2", 7}, {"mine3", 7}, {"theirs2", 9}});
 }
 
 TEST_CASE("retention: a subscriber behind the floor gets EVENT_RESET") {

@@ -203,9 +203,11 @@ class FilerService {
   // directory, resolved once now: events of entries in its subtree are delivered (attribute
   // and data events are placed by the inode's parent pointer; events whose place cannot be
   // decided any more are delivered). A from_seq older than retention (or newer than any
-  // event) starts with EVENT_RESET.
+  // event) starts with EVENT_RESET. skip_origin (not 0): the events of changes that client
+  // made (Event.origin) are left out.
   absl::StatusOr<std::unique_ptr<EventSubscription>> Subscribe(uint64_t from_seq,
-                                                               std::string_view path_prefix);
+                                                               std::string_view path_prefix,
+                                                               uint64_t skip_origin = 0);
 
   // --- Cluster pass-through and maintenance --------------------------------------------
   ClusterApi* cluster() { return cluster_; }

@@ -17,7 +17,7 @@ constexpr size_t kPlacementCache = 65536;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EventSubscription>> FilerService::Subscribe(
-    uint64_t from_seq, std::string_view path_prefix) {
+    uint64_t from_seq, std::string_view path_prefix, uint64_t skip_origin) {
   uint64_t root = keys::kRootIno;
   if (!path_prefix.empty() && path_prefix != "/") {
     ASSIGN_OR_RETURN(Attr a, ResolvePath(path_prefix));
@@ -60,8 +60,8 @@ absl::StatusOr<std::unique_ptr<EventSubscription>> FilerService::Subscribe(
       return hit;
     };
   }
-  return std::make_unique<EventSubscription>(&events_, kv_, clock_, next, reset,
-                                             std::move(filter));
+  return std::make_unique<EventSubscription>(&events_, kv_, clock_, next, reset, std::move(filter),
+                                             skip_origin);
 }
 
 }  // namespace kelp::filer

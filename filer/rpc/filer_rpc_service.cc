@@ -6,6 +6,7 @@
 
 #include "filer/client/filer_methods.h"
 #include "shared/log.h"
+#include "shared/rpc/caller.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 
@@ -325,12 +326,29 @@ void FilerRpcService::AddSessionMethods() {
         return s;
       });
   service_.AddStream<SubscribeRequest>(
-      M(FilerMethod::kSubscribe), "Subscribe", [this](const SubscribeRequest& req, rpc::StreamWriter& w) {
-        ASSIGN_OR_RETURN(auto sub, core_->Subscribe(req.from_seq(), req.path_prefix()));
-        spdlog::debug("filer: subscriber {} from seq {}", req.client(), sub->cursor());
+      M(FilerMethod::kSubscribe), "Subscribe",
+      [this](const SubscribeRequest& req, rpc::StreamWriter& w) {
+        // skip_own: this stream's connection names the client (Kelp-Client) whose calls' events
+        // it leaves out.
+        const uint64_t skip = req.skip_own() ? rpc::CallerId() : 0;
+        ASSIGN_OR_RETURN(auto sub, core_->Subscribe(req.from_seq(), req.path_prefix(), skip));
+        spdlog::debug("filer: subscriber {} from seq {}{}", req.client(), sub->cursor(),
+                      skip != 0 ? " (without its own changes)" : "");
+        uint64_t told = sub->cursor() - 1;  // the subscriber knows the stream is past this seq
         while (!shutdown_ && !w.cancelled()) {
           ASSIGN_OR_RETURN(auto events, sub->Next(opts_.subscribe_batch, opts_.subscribe_poll));
-          if (events.empty()) continue;
+          if (events.empty()) {
+            // It stepped over the subscriber's own changes only: an EVENT_NONE says how far, so
+            // that a stream resumed after a break starts there, not before them.
+            if (sub->cursor() - 1 > told) {
+              Event progress;
+              progress.set_kind(EVENT_NONE);
+              progress.set_seq(sub->cursor() - 1);
+              if (!w.Write(progress)) return absl::CancelledError("subscriber went away");
+              told = progress.seq();
+            }
+            continue;
+          }
           if (events.size() < opts_.subscribe_batch && opts_.subscribe_linger.count() > 0) {
             std::this_thread::sleep_for(opts_.subscribe_linger);
             ASSIGN_OR_RETURN(auto more, sub->Next(opts_.subscribe_batch - events.size(), std::chrono::milliseconds(0)));
@@ -340,6 +358,7 @@ void FilerRpcService::AddSessionMethods() {
             if (!w.Write(e, /*flush=*/false)) return absl::CancelledError("subscriber went away");
           }
           if (!w.Flush()) return absl::CancelledError("subscriber went away");
+          told = sub->cursor() - 1;
         }
         if (shutdown_) return absl::UnavailableError("filer is shutting down");
         return absl::CancelledError("subscriber went away");

@@ -555,6 +555,47 @@ TEST_CASE("filer rpc: subscribe streams history, then live events, and ends on s
   CHECK(finished.code() == absl::StatusCode::kUnavailable);
 }
 
+TEST_CASE("filer rpc: a subscriber with skip_own gets other clients' changes and not its own") {
+  Harness h("memory");
+  Server s(h.fs.get());
+  FilerClient& mine = *s.client;
+  FilerClient other("127.0.0.1:" + std::to_string(s.port));
+  CHECK(mine.client_id() != 0);
+  CHECK(mine.client_id() != other.client_id());
+  auto sub = mine.Subscribe(0, "", "test", /*skip_own=*/true);
+  REQUIRE(sub.ok());
+  // Subscribed "from now": live once the filer has it waiting.
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (h.fs->events().waiters() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(h.fs->events().waiters() > 0);
+  REQUIRE(mine.Create(File(1, "mine")).ok());
+  REQUIRE(other.Create(File(1, "theirs")).ok());
+  Event e;
+  REQUIRE((*sub)->Next(&e));
+  CHECK(e.name() == "theirs");
+  CHECK(e.origin() == other.client_id());
+  // Its own changes alone: an EVENT_NONE tells how far the stream is (a resumed stream starts
+  // there).
+  REQUIRE(mine.Create(File(1, "mine2")).ok());
+  REQUIRE((*sub)->Next(&e));
+  CHECK(e.kind() == EVENT_NONE);
+  CHECK(e.seq() == h.fs->events().published());
+  (*sub)->Cancel();
+
+  // Without skip_own both come, each naming the client that made it.
+  auto all = other.Subscribe(1, "", "test");
+  REQUIRE(all.ok());
+  REQUIRE((*all)->Next(&e));
+  CHECK(e.name() == "mine");
+  CHECK(e.origin() == mine.client_id());
+  REQUIRE((*all)->Next(&e));
+  CHECK(e.name() == "theirs");
+  CHECK(e.origin() == other.client_id());
+  (*all)->Cancel();
+}
+
 TEST_CASE("filer rpc: an exception in a handler answers INTERNAL and the server lives on") {
   ThrowingCluster cluster;
   kelp::filer::FakeClock clock;

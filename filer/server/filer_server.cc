@@ -138,10 +138,14 @@ absl::Status FilerServer::Start() {
   hopts.loop_threads = opts_.http_threads;
   hopts.worker_threads = std::max(1, opts_.http_workers);
   hopts.name = "filer";
-  hopts.upgrades[std::string(rpc::kUpgradeProtocol)] = [this](int fd, std::string initial) {
-    rpc_->Adopt(fd, std::move(initial));
+  // upgrade_check ran first: the Kelp-Client id parses.
+  hopts.upgrades[std::string(rpc::kUpgradeProtocol)] = [this](int fd, std::string initial,
+                                                              const http::Request& req) {
+    rpc_->Adopt(fd, std::move(initial),
+                rpc::ParseClientId(req.header(rpc::kClientHeader)).value_or(0));
   };
   hopts.upgrade_check = [auth = FilerHttpAuth(security::Current())](const http::Request& req) {
+    RETURN_IF_ERROR(rpc::ParseClientId(req.header(rpc::kClientHeader)).status());
     return auth.CheckUpgrade(req);
   };
   http_ = std::make_unique<http::HttpServer>(hopts, http_handler_.get());

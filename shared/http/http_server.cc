@@ -447,7 +447,7 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
             EmitError(c, HttpStatusOf(allowed), ToStd(allowed.message()));
             break;
           }
-          if (Upgrade(loop, c, up->second)) return;
+          if (Upgrade(loop, c, req, up->second)) return;
         }
       }
       c->have_head_ = true;
@@ -482,7 +482,7 @@ void HttpServer::ProcessInput(Loop* loop, Conn* c) {
   FlushOrArm(loop, c);
 }
 
-bool HttpServer::Upgrade(Loop* loop, Conn* c, const std::function<void(int, std::string)>& to) {
+bool HttpServer::Upgrade(Loop* loop, Conn* c, const Request& req, const Options::UpgradeFn& to) {
   // Responses to requests pipelined before the upgrade must be out first.
   if (!c->out_empty() && (!c->FlushSome() || !c->out_empty())) return false;
   epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd(), nullptr);
@@ -492,8 +492,8 @@ bool HttpServer::Upgrade(Loop* loop, Conn* c, const std::function<void(int, std:
   open_->Add(-1);
   requests_->Inc();
   responses_[1]->Inc();  // the handler answers 101
-  loop->conns.erase(fd);  // destroys c
-  to(fd, std::move(initial));
+  to(fd, std::move(initial), req);  // req is c's: before c goes
+  loop->conns.erase(fd);            // destroys c (its fd was released)
   return true;
 }
 

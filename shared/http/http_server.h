@@ -63,8 +63,10 @@ class HttpServer {
     // Protocols this server hands connections over to (HTTP Upgrade, RFC 9110 7.8): a request
     // without a body carrying `Upgrade: <protocol>` for a protocol named here is not answered;
     // its socket and the bytes that came after its head go to the function, which owns them
-    // from then on (and answers 101 itself). Called on a loop thread: it must not block.
-    std::map<std::string, std::function<void(int fd, std::string initial)>, std::less<>> upgrades;
+    // from then on (and answers 101 itself), with the request (for its headers). Called on a
+    // loop thread: it must not block.
+    using UpgradeFn = std::function<void(int fd, std::string initial, const Request& req)>;
+    std::map<std::string, UpgradeFn, std::less<>> upgrades;
     // Whether an upgrade request may go on (e.g. it carries a token): a non-OK status is the
     // answer (401...) and the connection is closed. Empty = every upgrade may.
     std::function<absl::Status(const Request&)> upgrade_check;
@@ -100,7 +102,7 @@ class HttpServer {
   void FlushOrArm(Loop* loop, Conn* conn);
   void EmitError(Conn* conn, int status, std::string_view message);
   // Hands an upgraded connection over (Options::upgrades); false if it cannot be now.
-  bool Upgrade(Loop* loop, Conn* conn, const std::function<void(int, std::string)>& to);
+  bool Upgrade(Loop* loop, Conn* conn, const Request& req, const Options::UpgradeFn& to);
 
   Options opts_;
   Handler* handler_;

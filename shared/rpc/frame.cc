@@ -1,5 +1,6 @@
 #include "shared/rpc/frame.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "absl/status/statusor.h"
@@ -51,7 +52,29 @@ absl::StatusOr<size_t> DecodeFrame(std::string_view data, size_t max_payload, Fr
   return total;
 }
 
-absl::StatusOr<size_t> ParseUpgradeRequest(std::string_view data) {
+absl::StatusOr<uint64_t> ParseClientId(std::string_view value) {
+  if (value.empty()) return 0;
+  uint64_t id = 0;
+  if (value.size() > 16) return absl::InvalidArgumentError("Kelp-Client: more than 16 hex digits");
+  for (char c : value) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return absl::InvalidArgumentError("Kelp-Client: not a hex number");
+    id = id << 4 | static_cast<uint64_t>(d);
+  }
+  if (id == 0) return absl::InvalidArgumentError("Kelp-Client: 0 names no client");
+  return id;
+}
+
+std::string ClientIdHeader(uint64_t id) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(id));
+  return kelp::StrCat(kClientHeader, ": ", hex, "\r\n");
+}
+
+absl::StatusOr<size_t> ParseUpgradeRequest(std::string_view data, uint64_t* client) {
   http::RequestHead head;
   http::ParseResult r = http::ParseRequestHead(data, &head);
   if (r.kind == http::ParseResult::kIncomplete) {
@@ -62,6 +85,9 @@ absl::StatusOr<size_t> ParseUpgradeRequest(std::string_view data) {
   if (!http::EqualsIgnoreCase(head.headers.Get("Upgrade"), kUpgradeProtocol)) {
     return absl::InvalidArgumentError(kelp::StrCat("expected an upgrade to ", kUpgradeProtocol));
   }
+  absl::StatusOr<uint64_t> id = ParseClientId(head.headers.Get(kClientHeader));
+  if (!id.ok()) return id.status();
+  if (client != nullptr) *client = *id;
   return r.consumed;
 }
 

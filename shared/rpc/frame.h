@@ -39,6 +39,10 @@ inline constexpr std::string_view kUpgradeProtocol = "kelp-rpc/1";
 inline constexpr std::string_view kUpgradePath = "/rpc";
 // Longest upgrade request head (server's own listener) and 101 answer (client) accepted.
 inline constexpr size_t kMaxUpgradeHead = 16 << 10;
+// Upgrade request header naming the client: an id of 1-16 hex digits, not 0, the same on
+// every connection of one client. The server runs the calls it reads there with that caller
+// id (shared/rpc/caller.h). Optional; docs/rpc-protocol.md.
+inline constexpr std::string_view kClientHeader = "Kelp-Client";
 
 enum class FrameType : uint8_t {
   kRequest = 1,  // client -> server: call `method` with the payload as its request
@@ -70,7 +74,13 @@ absl::StatusOr<size_t> DecodeFrame(std::string_view data, size_t max_payload, Fr
 // The upgrade request at the start of data (a server's own listener): the size of its head
 // once whole, 0 while incomplete; InvalidArgument when it is malformed, does not ask for
 // kUpgradeProtocol, or is still incomplete past kMaxUpgradeHead (answer 400 and close).
-absl::StatusOr<size_t> ParseUpgradeRequest(std::string_view data);
+// *client (if not null) gets its Kelp-Client id, 0 without one; a malformed one is
+// InvalidArgument too.
+absl::StatusOr<size_t> ParseUpgradeRequest(std::string_view data, uint64_t* client = nullptr);
+// A Kelp-Client header's value: 1-16 hex digits, not all zero; absent ("") is 0.
+absl::StatusOr<uint64_t> ParseClientId(std::string_view value);
+// The header line ("Kelp-Client: <hex>\r\n") that names client id.
+std::string ClientIdHeader(uint64_t id);
 // The server's answer to it (client): the size of the 101 head once whole, 0 while
 // incomplete; FailedPrecondition naming the status when it is not 101, InvalidArgument when
 // it is malformed or longer than kMaxUpgradeHead. Bytes after the head are frames (or TLS).

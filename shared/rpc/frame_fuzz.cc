@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       StatusPayload(in);
       break;
     case 2:
-      Head(in, ParseUpgradeRequest);
+      Head(in, [](std::string_view d) { return ParseUpgradeRequest(d); });
       break;
     default:
       Head(in, ParseUpgradeResponse);

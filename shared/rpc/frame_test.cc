@@ -58,6 +58,27 @@ TEST_CASE("frame: malformed headers are errors, not crashes") {
   CHECK(!DecodeFrame(flags, 1024, &h).ok());
 }
 
+TEST_CASE("frame: a Kelp-Client id is 1 to 16 hex digits and not 0") {
+  CHECK(*ParseClientId("") == 0);  // no header: no id
+  CHECK(*ParseClientId("1") == 1);
+  CHECK(*ParseClientId("00ABcdef") == 0xabcdef);
+  CHECK(*ParseClientId("ffffffffffffffff") == ~uint64_t{0});
+  for (std::string_view bad : {"0", "0000", "12345678901234567", "12g4", " 12", "-1"}) {
+    INFO(bad);
+    CHECK(ParseClientId(bad).status().code() == absl::StatusCode::kInvalidArgument);
+  }
+  CHECK(ClientIdHeader(0x1f) == "Kelp-Client: 000000000000001f\r\n");
+  uint64_t id = 7;
+  std::string head =
+      "GET /rpc HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: kelp-rpc/1\r\n";
+  CHECK(*ParseUpgradeRequest(head + ClientIdHeader(0x1f) + "\r\n", &id) > 0);
+  CHECK(id == 0x1f);
+  CHECK(*ParseUpgradeRequest(head + "\r\n", &id) > 0);
+  CHECK(id == 0);
+  CHECK(ParseUpgradeRequest(head + "Kelp-Client: zz\r\n\r\n", &id).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
 TEST_CASE("frame: error payloads keep the code, the errno and the message") {
   absl::Status s = DecodeStatus(EncodeStatus(PosixError(ENOTEMPTY, "dir not empty")));
   CHECK(s.code() == absl::StatusCode::kFailedPrecondition);

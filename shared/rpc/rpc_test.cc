@@ -17,6 +17,7 @@
 #include <google/protobuf/wrappers.pb.h>
 
 #include "shared/http/http_server.h"
+#include "shared/rpc/caller.h"
 #include "shared/rpc/client.h"
 #include "shared/rpc/server.h"
 #include "shared/security/security_config.h"
@@ -32,7 +33,16 @@ using google::protobuf::StringValue;
 using google::protobuf::UInt64Value;
 using namespace std::chrono_literals;
 
-enum : uint16_t { kEcho = 1, kEchoWorker = 2, kFail = 3, kSlow = 4, kCount = 5, kForever = 6 };
+enum : uint16_t {
+  kEcho = 1,
+  kEchoWorker = 2,
+  kFail = 3,
+  kSlow = 4,
+  kCount = 5,
+  kForever = 6,
+  kCaller = 7,
+  kCallerWorker = 8
+};
 
 struct TestServer {
   Service service;
@@ -66,6 +76,13 @@ struct TestServer {
           return absl::OkStatus();
         },
         [](const UInt64Value&) { return Exec::kWorker; });
+    auto caller = [](const UInt64Value&, UInt64Value* resp) {
+      resp->set_value(CallerId());
+      return absl::OkStatus();
+    };
+    service.AddUnary<UInt64Value, UInt64Value>(kCaller, "Caller", caller);
+    service.AddUnary<UInt64Value, UInt64Value>(kCallerWorker, "CallerWorker", caller,
+                                               [](const UInt64Value&) { return Exec::kWorker; });
     service.AddStream<UInt64Value>(kCount, "Count", [](const UInt64Value& req, StreamWriter& w) {
       for (uint64_t i = 0; i < req.value(); ++i) {
         UInt64Value v;
@@ -373,6 +390,37 @@ TEST_CASE("rpc: garbage gets the connection closed, never the server") {
   CHECK(*Echo(ch, "alive") == "alive");
 }
 
+absl::StatusOr<uint64_t> CallerOf(Channel& ch, uint16_t method) {
+  UInt64Value req, resp;
+  RETURN_IF_ERROR(ch.Call(method, req, &resp, 5s));
+  return resp.value();
+}
+
+TEST_CASE("rpc: calls run with the Kelp-Client id their connection named, inline and on workers") {
+  TestServer ts;
+  Channel::Options named;
+  named.upgrade_headers = [] { return ClientIdHeader(0xfeedc0de); };
+  Channel a(ts.address(), named), b(ts.address(), {});
+  for (int i = 0; i < 20; ++i) {
+    CHECK(*CallerOf(a, kCaller) == 0xfeedc0de);
+    CHECK(*CallerOf(a, kCallerWorker) == 0xfeedc0de);
+    CHECK(*CallerOf(b, kCaller) == 0);
+    CHECK(*CallerOf(b, kCallerWorker) == 0);
+  }
+  CHECK(CallerId() == 0);  // outside a call
+  SECTION("a malformed id is refused") {
+    int fd = RawConnect(ts.port);
+    std::string req =
+        "GET /rpc HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: kelp-rpc/1\r\n"
+        "Kelp-Client: not-hex\r\n\r\n";
+    send(fd, req.data(), req.size(), 0);
+    std::string got = ReadUntilClosed(fd);
+    CHECK(got.rfind("HTTP/1.1 400", 0) == 0);
+    CHECK(got.find("Kelp-Client") != std::string::npos);
+    close(fd);
+  }
+}
+
 TEST_CASE("rpc: a blocking call in the same packet as a new connection's upgrade is answered at once") {
   // The loop's thread keeps the call while accepting the connection, and must let the loop go
   // to run it rather than wait in epoll_wait for another event.
@@ -414,6 +462,11 @@ TEST_CASE("rpc: an HTTP server hands upgraded connections over") {
     o->set_value(r.value());
     return absl::OkStatus();
   });
+  service.AddUnary<UInt64Value, UInt64Value>(kCaller, "Caller",
+                                             [](const UInt64Value&, UInt64Value* o) {
+                                               o->set_value(CallerId());
+                                               return absl::OkStatus();
+                                             });
   Server::Options ro;
   ro.metric_prefix = "kelp_rpc_test3";
   Server rpc(ro, &service);
@@ -423,14 +476,20 @@ TEST_CASE("rpc: an HTTP server hands upgraded connections over") {
   } plain;
   http::HttpServer::Options ho;
   ho.loop_threads = 1;
-  ho.upgrades[std::string(kUpgradeProtocol)] = [&rpc](int fd, std::string initial) {
-    rpc.Adopt(fd, std::move(initial));
+  ho.upgrades[std::string(kUpgradeProtocol)] = [&rpc](int fd, std::string initial,
+                                                      const http::Request& req) {
+    rpc.Adopt(fd, std::move(initial), ParseClientId(req.header(kClientHeader)).value_or(0));
   };
   http::HttpServer hs(ho, &plain);
   REQUIRE(hs.Start().ok());
   Channel ch(kelp::StrCat("127.0.0.1:", hs.port()), {});
   for (int i = 0; i < 100; ++i) REQUIRE(*Echo(ch, kelp::StrCat(i)) == kelp::StrCat(i));
   CHECK(rpc.connections() == 1);
+  CHECK(*CallerOf(ch, kCaller) == 0);
+  Channel::Options named;
+  named.upgrade_headers = [] { return ClientIdHeader(42); };
+  Channel ch2(kelp::StrCat("127.0.0.1:", hs.port()), named);
+  CHECK(*CallerOf(ch2, kCaller) == 42);  // the header came through the HTTP server's upgrade
   hs.Stop();
   rpc.Stop();
 }
@@ -553,7 +612,8 @@ TEST_CASE("rpc over TLS: connections an HTTP server upgraded run TLS after the 1
   } plain;
   http::HttpServer::Options ho;
   ho.loop_threads = 1;
-  ho.upgrades[std::string(kUpgradeProtocol)] = [&rpc](int fd, std::string initial) {
+  ho.upgrades[std::string(kUpgradeProtocol)] = [&rpc](int fd, std::string initial,
+                                                      const http::Request&) {
     rpc.Adopt(fd, std::move(initial));
   };
   http::HttpServer hs(ho, &plain);

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "shared/log.h"
+#include "shared/rpc/caller.h"
 #include "shared/rpc/server_conn.h"
 #include "shared/rpc/tls.h"
 #include "shared/status.h"
@@ -148,7 +149,7 @@ absl::StatusOr<int> Server::Listen(const std::string& ip, int port) {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
-void Server::Adopt(int fd, std::string initial) {
+void Server::Adopt(int fd, std::string initial, uint64_t client) {
   if (stopping_.load() || loops_.empty()) {
     close(fd);
     return;
@@ -156,7 +157,7 @@ void Server::Adopt(int fd, std::string initial) {
   Loop* loop = loops_[next_loop_.fetch_add(1) % loops_.size()].get();
   {
     MutexLock lock(loop->mu);
-    loop->incoming.push_back({fd, std::move(initial), false});
+    loop->incoming.push_back({fd, std::move(initial), false, client});
   }
   uint64_t one = 1;
   (void)!write(loop->evfd, &one, sizeof one);
@@ -202,11 +203,12 @@ void Server::Stop() {
   listen_fd_ = -1;
 }
 
-void Server::AddConn(Loop* loop, int fd, std::string initial, bool needs_head) {
+void Server::AddConn(Loop* loop, int fd, std::string initial, bool needs_head, uint64_t client) {
   SetNonBlocking(fd);
   SetNoDelay(fd);
   auto conn = std::make_shared<ServerConn>(this, loop, fd);
   conn->needs_head = needs_head;
+  conn->client_id = client;
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.fd = fd;
@@ -309,7 +311,8 @@ void Server::Lead(Loop* loop) {
           MutexLock lock(loop->mu);
           incoming.swap(loop->incoming);
         }
-        for (auto& in : incoming) AddConn(loop, in.fd, std::move(in.initial), in.needs_head);
+        for (auto& in : incoming)
+          AddConn(loop, in.fd, std::move(in.initial), in.needs_head, in.client);
         continue;
       }
       if (fd == listen_fd_ && listen_fd_ >= 0) {
@@ -318,11 +321,11 @@ void Server::Lead(Loop* loop) {
           if (c < 0) break;
           Loop* target = loops_[next_loop_.fetch_add(1) % loops_.size()].get();
           if (target == loop) {
-            AddConn(loop, c, "", true);
+            AddConn(loop, c, "", true, 0);
           } else {
             {
               MutexLock lock(target->mu);
-              target->incoming.push_back({c, "", true});
+              target->incoming.push_back({c, "", true, 0});
             }
             uint64_t one = 1;
             (void)!write(target->evfd, &one, sizeof one);
@@ -391,7 +394,7 @@ void Server::OnWritable(Loop* loop, const std::shared_ptr<ServerConn>& conn) {
 }
 
 bool Server::ProcessUpgradeHead(const std::shared_ptr<ServerConn>& conn) {
-  absl::StatusOr<size_t> r = ParseUpgradeRequest(conn->input());
+  absl::StatusOr<size_t> r = ParseUpgradeRequest(conn->input(), &conn->client_id);
   if (!r.ok()) {
     bad_frames_->Inc();
     std::string body = kelp::StrCat(r.status().message(), "\n");
@@ -472,6 +475,7 @@ void Server::RunCall(const std::shared_ptr<ServerConn>& conn, const Service::Met
   auto start = std::chrono::steady_clock::now();
   std::string frame = NewFrame();
   absl::Status s;
+  ScopedCallerId caller(conn->client_id);
   try {
     s = m.unary(req, &frame);
   } catch (const std::exception& e) {
@@ -510,6 +514,7 @@ void Server::StartStream(const std::shared_ptr<ServerConn>& conn, const Service:
   st.thread = std::thread([this, conn, &m, id, req, control, done] {
     pthread_setname_np(pthread_self(), kelp::StrCat(opts_.name, "-s").substr(0, 15).c_str());
     StreamWriter w(conn, control, id);
+    ScopedCallerId caller(conn->client_id);
     absl::Status s;
     try {
       s = m.stream(*req, w);

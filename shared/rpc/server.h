@@ -160,7 +160,8 @@ class Server {
   absl::Status Start();
   // Serves a connected socket whose HTTP upgrade request was read (not answered: the server
   // answers 101 itself). initial: bytes that arrived after the request head. Takes fd.
-  void Adopt(int fd, std::string initial);
+  // client: the Kelp-Client id the upgrade request named (ParseClientId), 0 for none.
+  void Adopt(int fd, std::string initial, uint64_t client = 0);
   // Also accepts connections itself on ip:port (0 = any free port), each starting with the
   // HTTP upgrade. Returns the port. Call after Start.
   absl::StatusOr<int> Listen(const std::string& ip, int port);
@@ -184,7 +185,7 @@ class Server {
   void Lead(Loop* loop);
   bool FollowerIdle(Loop* loop);
   void CloseConns(Loop* loop);
-  void AddConn(Loop* loop, int fd, std::string initial, bool needs_head);
+  void AddConn(Loop* loop, int fd, std::string initial, bool needs_head, uint64_t client);
   void OnReadable(Loop* loop, const std::shared_ptr<ServerConn>& conn);
   void OnWritable(Loop* loop, const std::shared_ptr<ServerConn>& conn);
   void CloseConn(Loop* loop, const std::shared_ptr<ServerConn>& conn);

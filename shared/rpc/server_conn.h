@@ -61,6 +61,7 @@ struct Server::Loop {
     int fd;
     std::string initial;
     bool needs_head;
+    uint64_t client = 0;  // Kelp-Client id of an adopted connection
   };
   std::vector<Incoming> incoming ABSL_GUARDED_BY(mu);
 };
@@ -177,6 +178,9 @@ class ServerConn {
   }
   void Consume(size_t n) { in_pos_ += n; }
   bool needs_head = false;
+  // The Kelp-Client id its upgrade request named (0: none): the caller id of its calls. Set
+  // before its first frame is read, then only read.
+  uint64_t client_id = 0;
   // Set by the loop while the client does not read its replies; read by any thread.
   std::atomic<bool> reading_paused{false};
 
