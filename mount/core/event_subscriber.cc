@@ -4,16 +4,20 @@
 
 #include "mount/core/filesystem.h"
 #include "shared/log.h"
+#include "shared/metrics.h"
 
 namespace kelp::mount {
 
-EventSubscriber::EventSubscriber(FilerClient* meta, Filesystem* fs, KernelNotifier* notifier, std::string path_prefix,
-                                 std::string client_name)
+EventSubscriber::EventSubscriber(FilerClient* meta, Filesystem* fs, KernelNotifier* notifier,
+                                 std::string path_prefix, std::string client_name)
     : meta_(meta),
       fs_(fs),
       notifier_(notifier),
       prefix_(std::move(path_prefix)),
-      client_name_(std::move(client_name)) {}
+      client_name_(std::move(client_name)),
+      events_(MetricsRegistry::Default().GetCounter(
+          "kelp_mount_events_total",
+          "events of other clients' changes the mount applied (its own are not sent to it)")) {}
 
 void EventSubscriber::Start() {
   thread_ = std::thread([this] { Loop(); });
@@ -37,7 +41,8 @@ void EventSubscriber::Loop() {
       MutexLock lock(mu_);
       if (stopping_) return;
     }
-    auto sub = meta_->Subscribe(next_seq, prefix_, client_name_);
+    // Without this mount's own changes: their replies said what they did, and the kernel made them.
+    auto sub = meta_->Subscribe(next_seq, prefix_, client_name_, /*skip_own=*/true);
     if (sub.ok()) {
       MutexLock lock(mu_);
       if (stopping_) return;
@@ -56,6 +61,7 @@ void EventSubscriber::Loop() {
         break;
       }
       failures = 0;
+      if (ev->kind() != filer::EVENT_NONE) events_->Inc();  // NONE: a position after own changes
       try {
         if (ev->kind() == filer::EVENT_RESET) {
           fs_->OnReset(notifier_);

@@ -1,8 +1,8 @@
 // EventSubscriber: a thread that follows the filer's event stream (Subscribe) for the mounted
-// subtree and hands each event to Filesystem::OnEvent, which drops cached metadata and tells
-// the kernel (fuse_lowlevel_notify_inval_*) — from this thread, never from inside a FUSE
-// request. A broken stream is resumed after the last event seen; a gap the filer can no longer
-// fill arrives as EVENT_RESET and drops every cache.
+// subtree, other clients' changes only (skip_own), and hands each event to Filesystem::OnEvent,
+// which drops cached metadata and tells the kernel (fuse_lowlevel_notify_inval_*) — from this
+// thread, never from inside a FUSE request. A broken stream is resumed after the last event seen; a
+// gap the filer can no longer fill arrives as EVENT_RESET and drops every cache.
 //
 // Thread-safety: Start/Stop from the owner thread.
 #pragma once
@@ -14,6 +14,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "mount/core/clients.h"
+#include "shared/metrics.h"
 #include "shared/mutex.h"
 
 namespace kelp::mount {
@@ -47,6 +48,7 @@ class EventSubscriber {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::unique_ptr<FilerClient::EventStream> stream_ ABSL_GUARDED_BY(mu_);  // to Cancel() from Stop()
   std::atomic<uint64_t> last_seq_{0};
+  Counter* const events_;  // kelp_mount_events_total
   std::thread thread_;
 };
 

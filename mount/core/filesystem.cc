@@ -168,31 +168,6 @@ void Filesystem::ListingRenamed(uint64_t parent, uint64_t parent_version, std::s
   listings_.Added(new_parent, new_parent_version, new_name, ino);
 }
 
-void Filesystem::NoteOwnEntry(uint64_t parent, std::string_view name) {
-  MutexLock lock(own_mu_);
-  auto now = std::chrono::steady_clock::now();
-  std::pair<uint64_t, std::string> key{parent, std::string(name)};
-  own_entries_[key] = now;
-  own_order_.emplace_back(now, std::move(key));
-  // Forget notes older than the events can be (TakeOwnEntry), and the oldest beyond a bound:
-  // a forgotten note only costs its event an invalidation the kernel did not need.
-  while (!own_order_.empty() &&
-         (now - own_order_.front().first > kOwnEntryLife || own_order_.size() > kMaxOwnEntries)) {
-    auto it = own_entries_.find(own_order_.front().second);
-    if (it != own_entries_.end() && it->second == own_order_.front().first) own_entries_.erase(it);
-    own_order_.pop_front();
-  }
-}
-
-bool Filesystem::TakeOwnEntry(uint64_t parent, std::string_view name) {
-  MutexLock lock(own_mu_);
-  auto it = own_entries_.find({parent, std::string(name)});
-  if (it == own_entries_.end()) return false;
-  bool fresh = std::chrono::steady_clock::now() - it->second < kOwnEntryLife;
-  own_entries_.erase(it);
-  return fresh;
-}
-
 void Filesystem::OnWritePressure() {
   // One writer at a time pushes the files with the most dirty bytes to the uploaders.
   if (pressure_running_.exchange(true)) return;
@@ -226,13 +201,11 @@ uint64_t Filesystem::AddHandle(std::shared_ptr<FileHandle> h) {
 // ---- Events ----
 
 void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
-  // Returns true when the entry change was this mount's own: the kernel already knows, and the
-  // name cache holds what the reply said (an unlink behind needs it).
+  // Only other clients' changes come here: the subscription leaves out this mount's own
+  // (skip_own), whose replies already said what they did, and the kernel made them itself.
   auto inval_entry = [&](uint64_t parent, const std::string& name) {
-    if (TakeOwnEntry(parent, name)) return true;
     cache_.DropEntry(parent, name);
     if (n) n->InvalidateEntry(parent, name);
-    return false;
   };
   auto inval_attr = [&](uint64_t ino, bool data) {
     if (ino == 0) return;
@@ -243,37 +216,34 @@ void Filesystem::OnEvent(const filer::Event& ev, KernelNotifier* n) {
       own = cached && cached->version() >= ev.attr().version();
       if (data && f && f->IsOwnVersion(ev.attr().version())) own = true;
     }
-    if (own) return;  // this mount made (or already saw) that change
+    if (own) return;  // this mount already saw that version
     cache_.DropAttr(ino);
     if (data && f) f->MarkStale();
     if (n) n->InvalidateInode(ino, data);
   };
-  // An entry change implies its directories' times (and nlink) changed; when the change was
-  // ours the kernel already dropped those attributes itself.
+  // An entry change implies its directories' times (and nlink) changed.
   const bool is_dir = ev.has_attr() && S_ISDIR(ev.attr().mode());
   switch (ev.kind()) {
     case filer::EVENT_CREATE:
       listings_.Added(ev.parent(), ev.parent_version(), ev.name(), ev.ino());
-      if (!inval_entry(ev.parent(), ev.name())) inval_attr(ev.parent(), false);
+      inval_entry(ev.parent(), ev.name());
+      inval_attr(ev.parent(), false);
       break;
     case filer::EVENT_DELETE:
       listings_.Removed(ev.parent(), ev.parent_version(), ev.name());
       if (is_dir) listings_.Forget(ev.ino());
-      if (!inval_entry(ev.parent(), ev.name())) {
-        inval_attr(ev.parent(), false);
-        inval_attr(ev.ino(), false);
-      }
+      inval_entry(ev.parent(), ev.name());
+      inval_attr(ev.parent(), false);
+      inval_attr(ev.ino(), false);
       break;
     case filer::EVENT_RENAME: {
       ListingRenamed(ev.parent(), ev.parent_version(), ev.name(), ev.new_parent(), ev.new_parent_version(),
                      ev.new_name(), ev.ino(), ev.exchange());
       if (is_dir) listings_.Touched(ev.ino(), ev.attr().version());  // its ".." changed
-      bool own = inval_entry(ev.parent(), ev.name());
-      own = inval_entry(ev.new_parent(), ev.new_name()) && own;
-      if (!own) {
-        inval_attr(ev.parent(), false);
-        if (ev.new_parent() != ev.parent()) inval_attr(ev.new_parent(), false);
-      }
+      inval_entry(ev.parent(), ev.name());
+      inval_entry(ev.new_parent(), ev.new_name());
+      inval_attr(ev.parent(), false);
+      if (ev.new_parent() != ev.parent()) inval_attr(ev.new_parent(), false);
       break;
     }
     case filer::EVENT_ATTR:

@@ -104,9 +104,6 @@ class Filesystem {
   static constexpr size_t kSyncAheadThreads = 8;
   // Unlinks behind sent in one UnlinkBatch call at most.
   static constexpr size_t kUnlinkBatch = 64;
-  // How long a note of an own change waits for its event, and how many notes are kept.
-  static constexpr std::chrono::seconds kOwnEntryLife{10};
-  static constexpr size_t kMaxOwnEntries = 1 << 16;
   // meta and blobs must outlive this; cache may be null.
   Filesystem(FilerClient* meta, BlobStore* blobs, ChunkCache* cache, FsOptions options);
   ~Filesystem();
@@ -215,12 +212,9 @@ class Filesystem {
   void ListingAdded(uint64_t dir, const Attr& dir_after, std::string_view name, uint64_t ino);
   void ListingRemoved(uint64_t dir, const Attr& dir_after, std::string_view name);
   // A rename (own reply or event) in the directory listings.
-  void ListingRenamed(uint64_t parent, uint64_t parent_version, std::string_view name, uint64_t new_parent,
-                      uint64_t new_parent_version, std::string_view new_name, uint64_t ino, bool exchange);
-  // Records a change this mount made to a name, so its own event does not invalidate the
-  // kernel's fresh entry.
-  void NoteOwnEntry(uint64_t parent, std::string_view name);
-  bool TakeOwnEntry(uint64_t parent, std::string_view name);
+  void ListingRenamed(uint64_t parent, uint64_t parent_version, std::string_view name,
+                      uint64_t new_parent, uint64_t new_parent_version, std::string_view new_name,
+                      uint64_t ino, bool exchange);
   void OnWritePressure();
   // Unlinks behind (FsOptions::unlink_behind): the inode of (parent, name) when an unlink of it
   // may be answered before the filer has it, else 0.
@@ -289,15 +283,6 @@ class Filesystem {
   uint64_t next_handle_ ABSL_GUARDED_BY(handles_mu_) = 1;
   std::map<uint64_t, std::shared_ptr<FileHandle>> handles_ ABSL_GUARDED_BY(handles_mu_);
   std::map<uint64_t, std::shared_ptr<DirHandle>> dirs_ ABSL_GUARDED_BY(handles_mu_);
-
-  Mutex own_mu_;
-  // (parent, name) -> when this mount changed it; entries older than a few seconds are stale.
-  std::map<std::pair<uint64_t, std::string>, std::chrono::steady_clock::time_point> own_entries_
-      ABSL_GUARDED_BY(own_mu_);
-  // The same notes in the order they were made (taken ones too, skipped when they come up), so
-  // expiry looks at the oldest only.
-  std::deque<std::pair<std::chrono::steady_clock::time_point, std::pair<uint64_t, std::string>>> own_order_
-      ABSL_GUARDED_BY(own_mu_);
 };
 
 }  // namespace kelp::mount

@@ -61,14 +61,12 @@ absl::StatusOr<OpenResult> Filesystem::Create(uint64_t parent, std::string_view 
   req.set_truncate((flags & O_TRUNC) != 0);
   req.set_session(session_.id());
   req.set_open_handle(true);
-  NoteOwnEntry(parent, name);  // before the RPC: its event may arrive before the reply
   Attr dir_after;
   auto created = meta_->Create(req, &dir_after);
   if (created.status().code() == absl::StatusCode::kNotFound && session_.Reattach().ok()) {
     created = meta_->Create(req, &dir_after);  // the filer had lost our session ("unknown session")
   }
   if (!created.ok()) {
-    TakeOwnEntry(parent, name);
     return created.status();
   }
   Attr attr = *created;

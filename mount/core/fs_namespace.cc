@@ -123,12 +123,9 @@ absl::StatusOr<Attr> Filesystem::MakeNode(uint64_t parent, std::string_view name
   req.set_mode((mode & S_IFMT) | perm);
   req.set_rdev(rdev);
   req.set_exclusive(true);
-  // Noted before the RPC: the filer's event can reach the subscriber before the reply here.
-  NoteOwnEntry(parent, name);
   Attr dir_after;
   auto created = meta_->Create(req, &dir_after);
   if (!created.ok()) {
-    TakeOwnEntry(parent, name);
     return created.status();
   }
   Attr a = *created;
@@ -154,11 +151,9 @@ absl::StatusOr<Attr> Filesystem::Symlink(uint64_t parent, std::string_view name,
   req.set_uid(caller.uid);
   req.set_gid(caller.gid);
   if (auto p = ParentModeGid(parent); p && (p->first & S_ISGID)) req.set_gid(p->second);
-  NoteOwnEntry(parent, name);
   Attr dir_after;
   auto made = meta_->Symlink(req, &dir_after);
   if (!made.ok()) {
-    TakeOwnEntry(parent, name);
     return made.status();
   }
   Attr a = *made;
@@ -174,11 +169,9 @@ absl::StatusOr<Attr> Filesystem::Link(uint64_t ino, uint64_t new_parent, std::st
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(new_name));
   removes_.WaitDir(new_parent);
-  NoteOwnEntry(new_parent, new_name);
   Attr dir_after;
   auto linked = meta_->Link(ino, new_parent, new_name, &dir_after);
   if (!linked.ok()) {
-    TakeOwnEntry(new_parent, new_name);
     return linked.status();
   }
   Attr a = *linked;
@@ -296,9 +289,8 @@ void Filesystem::FinishUnlinkBehind(uint64_t parent, const std::string& name, co
     // name is still there, and shown again.
     if (ErrnoOf(unlinked.status()) != ENOENT) {
       unlinks_behind_failed_->Inc();
-      spdlog::warn("unlink of {} in directory {}, answered before the filer had it, failed: {}", name, parent,
-                   unlinked.status());
-      TakeOwnEntry(parent, name);
+      spdlog::warn("unlink of {} in directory {}, answered before the filer had it, failed: {}",
+                   name, parent, unlinked.status());
     }
     cache_.DropEntry(parent, name);
     cache_.DropAttr(parent);
@@ -312,7 +304,6 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckName(name));
   if (uint64_t ino = UnlinkBehindIno(parent, name)) {
     removes_.Add(parent, name);
-    NoteOwnEntry(parent, name);
     cache_.PutEntry(parent, name, 0);
     cache_.DropAttr(ino);
     if (auto dir = cache_.GetAttr(parent)) {
@@ -328,13 +319,11 @@ absl::Status Filesystem::Unlink(uint64_t parent, std::string_view name) {
     if (!QueueUnlinkBehind(parent, name)) SendUnlinkBatch({NameInDir(parent, std::string(name))});
     return absl::OkStatus();
   }
-  NoteOwnEntry(parent, name);
   Attr dir_after;
   google::protobuf::RepeatedPtrField<filer::FreedBlob> freed;
   auto a = meta_->Unlink(parent, name, &dir_after, &freed);
   cache_.DropEntry(parent, name);
   if (!a.ok()) {
-    TakeOwnEntry(parent, name);
     return a.status();
   }
   fetcher_->Forget(freed);
@@ -346,12 +335,10 @@ absl::Status Filesystem::Rmdir(uint64_t parent, std::string_view name) {
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(CheckName(name));
   removes_.WaitAll();  // the directory's own entries among them (ENOTEMPTY otherwise)
-  NoteOwnEntry(parent, name);
   Attr dir_after;
   absl::Status s = meta_->Rmdir(parent, name, &dir_after);
   cache_.DropEntry(parent, name);
   if (!s.ok()) {
-    TakeOwnEntry(parent, name);
     return s;
   }
   cache_.PutEntry(parent, name, 0);
@@ -372,14 +359,10 @@ absl::Status Filesystem::Rename(uint64_t parent, std::string_view name, uint64_t
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
   req.set_flags(flags);
-  NoteOwnEntry(parent, name);
-  NoteOwnEntry(new_parent, new_name);
   auto r = meta_->Rename(req);
   cache_.DropEntry(parent, name);
   cache_.DropEntry(new_parent, new_name);
   if (!r.ok()) {
-    TakeOwnEntry(parent, name);
-    TakeOwnEntry(new_parent, new_name);
     return r.status();
   }
   if (r->parent_attr().ino() == parent && r->new_parent_attr().ino() == new_parent) {

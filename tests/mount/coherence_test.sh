@@ -3,7 +3,8 @@
 # trips"): every change made through one mount (or the HTTP API) is seen through the other
 # within 1 s, although both cache names and attributes for 30 s; files created here carry their
 # chmod/chown/utimes to the filer in the same call as their data; a directory this mount made
-# or listed answers "no such name" without asking the filer. Each shortcut is checked by the
+# or listed answers "no such name" without asking the filer; a mount is not sent the events of
+# its own changes. Each shortcut is checked by the
 # filer calls the mount made (its /metrics), and a mount killed with kill -9 in the middle of
 # writing many files loses nothing that close(2) returned for. filer.fsck is clean at the end.
 #
@@ -163,6 +164,23 @@ test_stat_ls_rm_round_trips() {
   within 1 'test ! -e "$M2/d6"'
 }
 
+# A mount's event stream leaves out its own changes (skip_own): 200 changes made here reach mount
+# two as events, and mount one gets only the change mount two made after them.
+test_own_changes_not_sent() {
+  mkdir -p d7
+  local mine theirs
+  mine=$(metric "127.0.0.1:$MP1" kelp_mount_events_total)
+  theirs=$(metric "127.0.0.1:$MP2" kelp_mount_events_total)
+  for i in $(seq 100); do : >"d7/f$i"; done
+  rm -f d7/f*
+  within 5 'test "$(metric "127.0.0.1:$MP2" kelp_mount_events_total)" -ge $((theirs + 200))'
+  : >"$M2/d7/marker"
+  within 1 'test -e d7/marker'
+  within 1 'test "$(metric "127.0.0.1:$MP1" kelp_mount_events_total)" -gt "$mine"'
+  expect_le "events mount one applied for its own 200 changes and one of mount two's" \
+    "$(($(metric "127.0.0.1:$MP1" kelp_mount_events_total) - mine))" 3
+}
+
 # kill -9 of a mount in the middle of writing files: every file whose close(2) returned is
 # there, byte for byte, with the mode and times set before its close.
 test_kill9_mid_writes() {
@@ -211,7 +229,7 @@ PY
 }
 
 for c in create_seen unlink_rename_seen chmod_truncate_seen http_api_seen listing_kept_current \
-         untar_round_trips stat_ls_rm_round_trips kill9_mid_writes; do check "$c"; done
+         untar_round_trips stat_ls_rm_round_trips own_changes_not_sent kill9_mid_writes; do check "$c"; done
 
 test_fsck_clean() {
   cd /
