@@ -354,7 +354,10 @@ void FilerRpcService::AddSessionMethods() {
             ASSIGN_OR_RETURN(auto more, sub->Next(opts_.subscribe_batch - events.size(), std::chrono::milliseconds(0)));
             for (Event& e : more) events.push_back(std::move(e));
           }
-          for (const Event& e : events) {
+          for (Event& e : events) {
+            // A client's id stays its own: another that learnt it could name itself so and
+            // have that client's stream skip its changes.
+            e.clear_origin();
             if (!w.Write(e, /*flush=*/false)) return absl::CancelledError("subscriber went away");
           }
           if (!w.Flush()) return absl::CancelledError("subscriber went away");
