@@ -338,8 +338,9 @@ void FilerRpcService::AddSessionMethods() {
         while (!shutdown_ && !w.cancelled()) {
           ASSIGN_OR_RETURN(auto events, sub->Next(opts_.subscribe_batch, opts_.subscribe_poll));
           if (events.empty()) {
-            // It stepped over the subscriber's own changes only: an EVENT_NONE says how far, so
-            // that a stream resumed after a break starts there, not before them.
+            // It stepped over events it leaves out only (the subscriber's own changes, others
+            // outside its subtree): an EVENT_NONE says how far, so that a stream resumed after a
+            // break starts there, not before them.
             if (sub->cursor() - 1 > told) {
               Event progress;
               progress.set_kind(EVENT_NONE);
