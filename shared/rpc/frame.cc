@@ -1,7 +1,8 @@
 #include "shared/rpc/frame.h"
 
-#include <cstdio>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "absl/status/statusor.h"
 #include "shared/coding.h"
@@ -55,23 +56,15 @@ absl::StatusOr<size_t> DecodeFrame(std::string_view data, size_t max_payload, Fr
 absl::StatusOr<uint64_t> ParseClientId(std::string_view value) {
   if (value.empty()) return 0;
   uint64_t id = 0;
-  if (value.size() > 16) return absl::InvalidArgumentError("Kelp-Client: more than 16 hex digits");
-  for (char c : value) {
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (d < 0) return absl::InvalidArgumentError("Kelp-Client: not a hex number");
-    id = id << 4 | static_cast<uint64_t>(d);
+  if (value.size() > 16 || !kelp::ParseInt(value, &id, 16)) {
+    return absl::InvalidArgumentError("Kelp-Client: not 1-16 hex digits");
   }
   if (id == 0) return absl::InvalidArgumentError("Kelp-Client: 0 names no client");
   return id;
 }
 
 std::string ClientIdHeader(uint64_t id) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(id));
-  return kelp::StrCat(kClientHeader, ": ", hex, "\r\n");
+  return fmt::format("{}: {:016x}\r\n", kClientHeader, id);
 }
 
 absl::StatusOr<size_t> ParseUpgradeRequest(std::string_view data, uint64_t* client) {
