@@ -1,10 +1,12 @@
 #include "filer/rpc/filer_rpc_service.h"
 
+#include <algorithm>
 #include <iterator>
 #include <thread>
 #include <vector>
 
 #include "filer/client/filer_methods.h"
+#include "filer/store/kv_store.h"
 #include "shared/log.h"
 #include "shared/rpc/caller.h"
 #include "shared/status.h"
@@ -231,6 +233,8 @@ void FilerRpcService::AddDataMethods() {
         // Each commit written without a sync, then one sync for those that asked: the
         // handler hand-offs and write groups of N synced commits, paid once.
         bool sync = false;
+        SyncFollows follows(std::any_of(req.commits().begin(), req.commits().end(),
+                                        [](const CommitChunksRequest& c) { return c.sync(); }));
         for (const CommitChunksRequest& c : req.commits()) {
           CommitResult* r = resp->add_results();
           auto done = core_->CommitChunks(c, false);

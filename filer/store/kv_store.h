@@ -135,6 +135,24 @@ class KvStore : public KvReader {
   }
 };
 
+// Held by a thread whose writes a sync will follow at once (a synced write, a batch of synced
+// commits): a store may start each of them towards the device as it takes it, so that the
+// sync finds the bytes written and only has the device's cache to flush (RocksDB over the
+// zeroed WAL does, filer/store/zeroed_wal.h). A hint: nothing else changes. Nests; on=false
+// leaves the thread as it was.
+class SyncFollows {
+ public:
+  explicit SyncFollows(bool on = true) : prev_(active_) { active_ = prev_ || on; }
+  ~SyncFollows() { active_ = prev_; }
+  SyncFollows(const SyncFollows&) = delete;
+  SyncFollows& operator=(const SyncFollows&) = delete;
+  static bool active() { return active_; }
+
+ private:
+  static inline thread_local bool active_ = false;
+  const bool prev_;
+};
+
 // A transaction lost to a concurrent change (SQLSTATE 40001/40P01, a failed validation):
 // ABORTED. Retrying the whole read-check-write is the fix.
 absl::Status ConflictError(std::string_view message);

@@ -108,6 +108,7 @@ class RocksKvStore : public KvStore {
     }
     // A batch with Require checks runs alone, so no other write slips between its checks and
     // its own write; plain batches share the lock (RocksDB groups them itself).
+    SyncFollows follows(sync);
     absl::Status s;
     if (batch.has_requires()) {
       WriterLock exclusive(require_mu_);
