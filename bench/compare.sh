@@ -97,9 +97,12 @@ trap 'cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
 # probe_fsync LABEL: fio 4 KiB writes with an fsync after each for PROBE_SECS on PEER_MNT,
-# while strace counts the flush syscalls (fsync, fdatasync, sync_file_range, syncfs, msync,
-# sync) of PEER_DATA_PIDS. A data server that makes about one flush per application fsync (or
-# more) writes through to the disk; one that makes none acknowledges from memory.
+# while strace counts the flush syscalls (fsync, fdatasync, syncfs, msync, sync) of
+# PEER_DATA_PIDS. A data server that makes about one flush per application fsync (or more)
+# writes through to the disk; one that makes none acknowledges from memory. sync_file_range
+# is traced but not counted: it starts writes and waits for them, and flushes nothing (a
+# server of only those would lose the device's cache at a power cut; Kelp's filer starts the
+# WAL pages of a synced write with it before the fdatasync).
 probe_fsync() {
   local label=$1 raw=$RES/$1/probe pargs=() p spid i app srv
   mkdir -p "$raw" "$PEER_MNT/.probe"
@@ -126,7 +129,7 @@ probe_fsync() {
   if [ -n "$PEER_DATA_PIDS" ]; then
     kill -INT "$spid" 2>/dev/null
     wait "$spid" 2>/dev/null
-    srv=$(awk '$NF ~ /^(fsync|fdatasync|sync_file_range|syncfs|msync|sync)$/ {n += $4} END {print n + 0}' "$raw/strace.txt")
+    srv=$(awk '$NF ~ /^(fsync|fdatasync|syncfs|msync|sync)$/ {n += $4} END {print n + 0}' "$raw/strace.txt")
     echo "$label probe.server_flushes $srv count" >>"$RES/$label.txt"
   fi
   if [ "$label" = kelp ]; then

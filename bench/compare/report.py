@@ -223,10 +223,11 @@ def main():
 
     md += ["### Is fsync durable?", "",
            "While fio wrote 4 KiB blocks with an fsync after each, `strace -f -c` counted the flush "
-           "syscalls (fsync, fdatasync, sync_file_range, syncfs, msync, sync) made by the processes "
+           "syscalls (fsync, fdatasync, syncfs, msync, sync) made by the processes "
            "that store each target's data (bindfs; the MooseFS chunkserver; the GlusterFS brick; the "
            "Ceph OSD; `kelp server`). Fewer flushes than fsyncs means some fsyncs returned before "
-           "the data was on the disk.", "",
+           "the data was on the disk. (`sync_file_range`, which only starts and waits for writes, "
+           "is not counted: it flushes no device cache.)", "",
            "| target | application fsyncs | server flushes | durable |", "|---|---:|---:|---|"]
     for t in targets:
         app, srv, verdict = durability(data[t])
