@@ -250,6 +250,12 @@ std::string KeysAfterDeath(const std::filesystem::path& dir, bool power_cut,
 }  // namespace
 
 TEST_CASE("rocksdb testing_power_cut: a process death loses exactly the writes no sync covered") {
+#if defined(__SANITIZE_THREAD__)
+  // Its second child is forked after this process opened RocksDB (whose background threads
+  // then exist), and TSan cannot run a child forked from a process with threads.
+  WARN("skipped under TSan: a fork after RocksDB's threads started");
+  return;
+#endif
   auto dir = std::filesystem::temp_directory_path() / ("kelp-kv-cut-" + std::to_string(getpid()));
   // In the child: no REQUIRE (a failure must end the child, not run Catch there).
   auto synced_then_not = [](KvStore& kv) {

@@ -224,6 +224,12 @@ TEST_CASE("zeroed wal: RocksDB recovers every synced write from a WAL with a zer
 }
 
 TEST_CASE("zeroed wal: a record torn by a crash ends the log, and the records before it stay") {
+#if defined(__SANITIZE_THREAD__)
+  // Its second child is forked after this process opened RocksDB (whose background threads
+  // then exist), and TSan cannot run a child forked from a process with threads.
+  WARN("skipped under TSan: a fork after RocksDB's threads started");
+  return;
+#endif
   kelp::testing::TempDir tmp("kelp-zwal-torn");
   const std::string dir = tmp.file("db");
 
