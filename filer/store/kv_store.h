@@ -135,11 +135,11 @@ class KvStore : public KvReader {
   }
 };
 
-// Held by a thread whose writes a sync will follow at once (a synced write, a batch of synced
-// commits): a store may start each of them towards the device as it takes it, so that the
-// sync finds the bytes written and only has the device's cache to flush (RocksDB over the
-// zeroed WAL does, filer/store/zeroed_wal.h). A hint: nothing else changes. Nests; on=false
-// leaves the thread as it was.
+// Held by a thread whose writes a sync will follow at once (Write with sync, which holds one):
+// a store may start each of them towards the device as it takes it, so that the sync finds
+// the bytes written and only has the device's cache to flush (RocksDB over the zeroed WAL
+// does, filer/store/zeroed_wal.h). A hint: nothing else changes. Nests; on=false leaves the
+// thread as it was.
 class SyncFollows {
  public:
   explicit SyncFollows(bool on = true) : prev_(active_) { active_ = prev_ || on; }
