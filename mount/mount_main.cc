@@ -113,6 +113,7 @@ int MountMain(int argc, char** argv) {
   uo.kill_priv_v2 = opts.kill_priv_v2;
   uo.debug = opts.debug;
   uo.max_threads = opts.max_threads;
+  uo.busy_poll = std::chrono::microseconds(opts.fuse_busy_poll_us);
   uo.attr_timeout = opts.attr_timeout;
   uo.entry_timeout = opts.entry_timeout;
   mount::fuse::FuseServer server(&fs, uo);

@@ -60,6 +60,11 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
             "the mount clears suid/sgid on write, truncate and chown (FUSE_HANDLE_KILLPRIV_V2), so the kernel "
             "does not ask for security.capability before every write");
   flags.Add("maxThreads", &o.max_threads, "FUSE worker threads at most");
+  flags.Add(
+      "fuseBusyPollMicros", &o.fuse_busy_poll_us,
+      "after each request the thread reading the FUSE device polls it this long, in microseconds, "
+      "before "
+      "it sleeps: a program's next request is then read without a wake-up; 0 = sleep at once");
   flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");
   flags.Add("rpcTimeoutMs", &o.rpc_timeout_ms, "timeout of one metadata RPC, in ms");
   flags.Add("connectTimeoutMs", &o.connect_timeout_ms, "timeout of the first connection to the filer, in ms");
@@ -90,6 +95,9 @@ absl::Status ValidateMountOptions(MountOptions& o) {
   }
   if (o.attr_timeout < 0 || o.entry_timeout < 0) {
     return absl::InvalidArgumentError("-attrTimeout and -entryTimeout must not be negative");
+  }
+  if (o.fuse_busy_poll_us < 0 || o.fuse_busy_poll_us > 10000) {
+    return absl::InvalidArgumentError("-fuseBusyPollMicros must be between 0 and 10000");
   }
   if (o.max_threads < 1 || o.max_threads > 1024) {
     return absl::InvalidArgumentError("-maxThreads must be between 1 and 1024");

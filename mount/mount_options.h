@@ -66,6 +66,9 @@ struct MountOptions {
   bool kill_priv_v2 = true;
   // FUSE worker threads at most. Default: 16.
   int max_threads = 16;
+  // How long the thread reading the FUSE device polls it for the next request before it
+  // sleeps, in microseconds; 0 = it sleeps at once. Default: 30.
+  int fuse_busy_poll_us = 30;
   // Read-ahead window for sequential readers, in MiB; 0 = none. Up to 16 windows are held
   // in memory at once. Default: 4.
   uint64_t read_ahead_mb = 4;

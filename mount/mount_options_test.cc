@@ -57,6 +57,14 @@ TEST_CASE("flag values out of range are clear errors naming the flag") {
   CHECK(std::string(ValidateMountOptions(o).message()).find("-journalMemoryMB") != std::string::npos);
   o.journal_memory_mb = 64;
   CHECK(ValidateMountOptions(o).ok());
+  o.fuse_busy_poll_us = -1;
+  CHECK(std::string(ValidateMountOptions(o).message()).find("-fuseBusyPollMicros") !=
+        std::string::npos);
+  o.fuse_busy_poll_us = 10001;
+  CHECK(std::string(ValidateMountOptions(o).message()).find("-fuseBusyPollMicros") !=
+        std::string::npos);
+  o.fuse_busy_poll_us = 0;  // off
+  CHECK(ValidateMountOptions(o).ok());
   rmdir(tmpl);
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -62,7 +63,10 @@ class RequestDevice {
 
 class DeviceLoop final : public BlockingListener {
  public:
-  DeviceLoop(RequestDevice* device, int max_threads);
+  // busy_poll: how long the reading thread polls the device (Fd()) before it sleeps in Read()
+  // for the next request (BusyPoll, shared/blocking.h); 0 = it sleeps at once.
+  DeviceLoop(RequestDevice* device, int max_threads,
+             std::chrono::microseconds busy_poll = std::chrono::microseconds(0));
   DeviceLoop(const DeviceLoop&) = delete;
   DeviceLoop& operator=(const DeviceLoop&) = delete;
 
@@ -109,6 +113,7 @@ class DeviceLoop final : public BlockingListener {
   RequestDevice* const device_;
   FreedThread freed_{this};
   const int max_threads_;
+  const std::chrono::microseconds busy_poll_;
   mutable Mutex mu_;
   CondVar cv_;
   bool taken_ ABSL_GUARDED_BY(mu_) =

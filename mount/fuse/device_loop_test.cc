@@ -116,7 +116,8 @@ bool SpinUntil(const std::atomic<bool>& flag, std::chrono::milliseconds limit = 
 // A DeviceLoop over a QueueDevice, run on a thread of its own from Start() on; Stop() ends the
 // device and returns what Run() returned.
 struct RunningLoop {
-  explicit RunningLoop(int max_threads) : loop(&dev, max_threads) {}
+  explicit RunningLoop(int max_threads, std::chrono::microseconds busy_poll = 0us)
+      : loop(&dev, max_threads, busy_poll) {}
   ~RunningLoop() {
     if (runner.joinable()) Stop(0);
   }
@@ -136,7 +137,11 @@ struct RunningLoop {
 };
 
 TEST_CASE("device loop: requests that come one at a time run on the thread that read them") {
-  RunningLoop r(8);
+  // With busy polling the reader polls the device's descriptor before it sleeps in Read().
+  int busy_poll_us = GENERATE(0, 200);
+  CAPTURE(busy_poll_us);
+  RunningLoop r(8, std::chrono::microseconds(busy_poll_us));
+  r.dev.set_watchable(busy_poll_us > 0);
   r.Start();
   Mutex mu;
   std::set<std::thread::id> ran_on;

@@ -11,6 +11,7 @@
 #include <fuse_lowlevel.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <thread>
@@ -30,6 +31,8 @@ struct FuseOptions {
   bool kill_priv_v2 = true;  // see raw_io.h
   bool debug = false;
   int max_threads = 16;
+  // How long the thread that reads the device polls it before it sleeps (DeviceLoop).
+  std::chrono::microseconds busy_poll{0};
   double attr_timeout = 1.0;
   double entry_timeout = 1.0;
 };
