@@ -26,6 +26,7 @@ bool ThreadPool::Submit(std::function<void()> task) {
   while (!stopping_ && queue_.size() >= max_queue_) not_full_.Wait(lock);
   if (stopping_) return false;
   queue_.push_back(std::move(task));
+  busy_.fetch_add(1, std::memory_order_relaxed);
   not_empty_.NotifyOne();
   return true;
 }
@@ -34,6 +35,7 @@ bool ThreadPool::TrySubmit(std::function<void()> task) {
   MutexLock lock(mu_);
   if (stopping_ || queue_.size() >= max_queue_) return false;
   queue_.push_back(std::move(task));
+  busy_.fetch_add(1, std::memory_order_relaxed);
   not_empty_.NotifyOne();
   return true;
 }
@@ -75,6 +77,7 @@ void ThreadPool::Run() {
     } catch (...) {
       spdlog::error("{}: task threw a non-exception", name_);
     }
+    busy_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

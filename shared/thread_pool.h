@@ -3,6 +3,7 @@
 // Submit/TrySubmit may be called from any thread, including a worker.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -30,6 +31,8 @@ class ThreadPool {
 
   size_t size() const { return threads_.size(); }
   size_t queued() const;
+  // Tasks queued or running, read without the lock.
+  size_t busy() const { return busy_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
@@ -41,6 +44,7 @@ class ThreadPool {
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
+  std::atomic<size_t> busy_{0};
 };
 
 }  // namespace kelp

@@ -94,6 +94,11 @@ void Filesystem::StartEvents(KernelNotifier* notifier) {
   subscriber_->Start();
 }
 
+bool Filesystem::BackgroundBusy() const {
+  return removes_.Any() || upload_pool_->busy() > 0 || sync_ahead_pool_->busy() > 0 ||
+         prefetch_pool_->busy() > 0;
+}
+
 uint64_t Filesystem::last_event_seq() const { return subscriber_ ? subscriber_->last_seq() : 0; }
 
 absl::Status Filesystem::FlushAll() {

@@ -121,6 +121,10 @@ class Filesystem {
   void Stop();
   // The filer event sequence this mount's caches have caught up with (0: none yet).
   uint64_t last_event_seq() const;
+  // Whether work the mount does on its own is queued or running: unlinks behind, uploads,
+  // commits ahead, read-ahead. The FUSE loop then sleeps at once rather than busy-polls
+  // (DeviceLoop): that work, and the filer's for it, wants the CPUs.
+  bool BackgroundBusy() const;
 
   uint64_t root() const { return root_; }
   // Bytes written and not yet uploaded (held against -writeBufferSizeMB).

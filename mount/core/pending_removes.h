@@ -35,6 +35,8 @@ class PendingRemoves {
   // Until none is pending.
   void WaitAll();
   size_t size();
+  // Whether any is pending, without the lock.
+  bool Any() const { return any_.load(std::memory_order_acquire) > 0; }
 
  private:
   const size_t max_;

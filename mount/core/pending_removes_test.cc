@@ -10,8 +10,10 @@ namespace {
 
 TEST_CASE("pending removes: names by directory, and the waits end when the filer answered") {
   PendingRemoves p(2);
+  CHECK_FALSE(p.Any());
   p.Add(1, "a");
   p.Add(2, "b");
+  CHECK(p.Any());
   CHECK(p.Has(1, "a"));
   CHECK_FALSE(p.Has(1, "b"));
   CHECK(p.size() == 2);
@@ -38,6 +40,7 @@ TEST_CASE("pending removes: names by directory, and the waits end when the filer
   p.Done(1, "c");
   waiter.join();
   CHECK(dir_clear.load());
+  CHECK_FALSE(p.Any());
   p.Done(1, "c");  // an answer for a name not pending is ignored
   p.WaitAll();
   CHECK(p.size() == 0);

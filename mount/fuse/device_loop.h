@@ -64,9 +64,11 @@ class RequestDevice {
 class DeviceLoop final : public BlockingListener {
  public:
   // busy_poll: how long the reading thread polls the device (Fd()) before it sleeps in Read()
-  // for the next request (BusyPoll, shared/blocking.h); 0 = it sleeps at once.
+  // for the next request (BusyPoll, shared/blocking.h); 0 = it sleeps at once. others_busy
+  // (may be empty): true when other threads have work, and the reader then sleeps at once.
   DeviceLoop(RequestDevice* device, int max_threads,
-             std::chrono::microseconds busy_poll = std::chrono::microseconds(0));
+             std::chrono::microseconds busy_poll = std::chrono::microseconds(0),
+             std::function<bool()> others_busy = {});
   DeviceLoop(const DeviceLoop&) = delete;
   DeviceLoop& operator=(const DeviceLoop&) = delete;
 
@@ -114,6 +116,7 @@ class DeviceLoop final : public BlockingListener {
   FreedThread freed_{this};
   const int max_threads_;
   const std::chrono::microseconds busy_poll_;
+  const std::function<bool()> others_busy_;
   mutable Mutex mu_;
   CondVar cv_;
   bool taken_ ABSL_GUARDED_BY(mu_) =

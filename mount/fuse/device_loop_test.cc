@@ -116,8 +116,9 @@ bool SpinUntil(const std::atomic<bool>& flag, std::chrono::milliseconds limit = 
 // A DeviceLoop over a QueueDevice, run on a thread of its own from Start() on; Stop() ends the
 // device and returns what Run() returned.
 struct RunningLoop {
-  explicit RunningLoop(int max_threads, std::chrono::microseconds busy_poll = 0us)
-      : loop(&dev, max_threads, busy_poll) {}
+  explicit RunningLoop(int max_threads, std::chrono::microseconds busy_poll = 0us,
+                       std::function<bool()> others_busy = {})
+      : loop(&dev, max_threads, busy_poll, std::move(others_busy)) {}
   ~RunningLoop() {
     if (runner.joinable()) Stop(0);
   }
@@ -137,10 +138,16 @@ struct RunningLoop {
 };
 
 TEST_CASE("device loop: requests that come one at a time run on the thread that read them") {
-  // With busy polling the reader polls the device's descriptor before it sleeps in Read().
+  // With busy polling the reader polls the device's descriptor before it sleeps in Read(),
+  // unless others_busy says other threads have work.
   int busy_poll_us = GENERATE(0, 200);
-  CAPTURE(busy_poll_us);
-  RunningLoop r(8, std::chrono::microseconds(busy_poll_us));
+  bool others_busy = GENERATE(false, true);
+  CAPTURE(busy_poll_us, others_busy);
+  std::atomic<int> asked{0};
+  RunningLoop r(8, std::chrono::microseconds(busy_poll_us), [&] {
+    asked.fetch_add(1);
+    return others_busy;
+  });
   r.dev.set_watchable(busy_poll_us > 0);
   r.Start();
   Mutex mu;
@@ -160,6 +167,7 @@ TEST_CASE("device loop: requests that come one at a time run on the thread that 
   CHECK(ran_on.size() == 1);
   CHECK(r.loop.threads() == 1);
   CHECK(r.loop.handoffs() == 0);
+  CHECK((asked.load() > 0) == (busy_poll_us > 0));  // asked before each poll, only when polling
 }
 
 TEST_CASE("device loop: a request that waits lets the next one run on another thread") {

@@ -187,7 +187,8 @@ void FuseServer::Start(std::function<void()> on_exit) {
   running_ = true;
   loop_ = std::thread([this, on_exit = std::move(on_exit)] {
     SessionDevice device(se_);
-    DeviceLoop loop(&device, opts_.max_threads, opts_.busy_poll);
+    DeviceLoop loop(&device, opts_.max_threads, opts_.busy_poll,
+                    [fs = fs_] { return fs->BackgroundBusy(); });
     int rc = loop.Run();
     if (rc != 0) spdlog::info("FUSE loop ended: {}", strerror(-rc));
     running_ = false;
