@@ -63,8 +63,8 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add(
       "fuseBusyPollMicros", &o.fuse_busy_poll_us,
       "after each request the thread reading the FUSE device polls it this long, in microseconds, "
-      "before "
-      "it sleeps: a program's next request is then read without a wake-up; 0 = sleep at once");
+      "before it sleeps: a program's next request is then read without a wake-up (not while the "
+      "mount's own uploads, unlinks behind or read-ahead run); 0 = sleep at once");
   flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");
   flags.Add("rpcTimeoutMs", &o.rpc_timeout_ms, "timeout of one metadata RPC, in ms");
   flags.Add("connectTimeoutMs", &o.connect_timeout_ms, "timeout of the first connection to the filer, in ms");
