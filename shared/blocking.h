@@ -58,12 +58,13 @@ inline void AwaitReadable(int fd, int timeout_ms) {
   if (n <= 0 || (p[0].revents == 0 && (p[1].revents & POLLIN) != 0)) AboutToBlock();
 }
 
-// Waits up to budget for fd to turn readable without sleeping: polls it, giving the CPU to any
-// other runnable thread between polls. True when it turned readable (or failed: POLLERR,
-// POLLHUP; or the poll was interrupted), false when the budget ran out and the caller is to
-// sleep in its own read as before. Spends a little CPU to spare a thread whose next request
-// comes right after its last reply the sleep and the wake-up in between, which is about a third
-// of a round trip between two processes on a VM (docs/mount.md, "FUSE threads").
+// Waits up to budget for fd to turn readable without sleeping: polls it, yielding between polls
+// to threads runnable on the same CPU (sched_yield; threads queued on another CPU still wait). True
+// when it turned readable (or failed: POLLERR, POLLHUP; or the poll was interrupted), false when
+// the budget ran out and the caller is to sleep in its own read as before. Spends a little CPU to
+// spare a thread whose next request comes right after its last reply the sleep and the wake-up in
+// between, which is about a third of a round trip between two processes on a VM (docs/mount.md,
+// "FUSE threads").
 inline bool BusyPoll(int fd, std::chrono::microseconds budget) {
   const auto until = std::chrono::steady_clock::now() + budget;
   pollfd p{fd, POLLIN, 0};
