@@ -521,7 +521,10 @@ absl::Status EventLog::Trim() {
   // batch that stored it deleted it), while this filer's may be ahead of it (a floor polled
   // from another filer's trim that was not committed, or our own last failed one).
   WriteBatch b;
-  b.DeleteRange(keys::EventKey(stored), keys::EventKey(new_floor));
+  // From the family's first key, which is the same range (nothing is left below the stored
+  // floor) starting at a key no event has: RocksDB deletes it with one range tombstone, not
+  // event by event (keys::InsertHintPrefix).
+  b.DeleteRange(keys::Family(keys::kEvent), keys::EventKey(new_floor));
   std::string v;
   PutFixed64BE(&v, new_floor);
   b.Put(keys::MetaKey(keys::kEventFloorName), v);

@@ -156,6 +156,43 @@ inline std::string PrefixEnd(std::string_view prefix) {
   return end;
 }
 
+// How many leading bytes of key name the run of keys it is written next to (0: none), for
+// RocksDB's memtable insert hints (rocksdb_kv_store.cc): the memtable remembers where the last
+// key of each run went, and a key that belongs right after it goes in without a search from
+// the top of the skip list. A create writes eight keys of seven families, so the one position
+// RocksDB keeps for all of them by default always missed. Runs: a directory's names, and its
+// cookies; a counter stripe, written over itself; events, GC entries, chunk and journal seqs,
+// inline contents, holders and opens, each family one run (their new keys mostly count up).
+// Only keys of the exact shape of their family: a shorter key of a family (a prefix) is where
+// a range delete starts, and RocksDB 7.8 shares the remembered positions between its point
+// and range tables (rocksdb_kv_store.cc deletes such a range key by key). Inodes have none: a
+// new file's record and its directory's alternate, and a run per inode would cost memtable
+// space for each file written once.
+inline size_t InsertHintPrefix(std::string_view key) {
+  if (key.empty()) return 0;
+  switch (key[0]) {
+    case kDentry:
+      return key.size() > 9 ? 9 : 0;
+    case kDirIndex:
+      return key.size() == 17 ? 9 : 0;
+    case kCounter:
+      return key.size() == 5 ? 5 : 0;
+    case kEvent:
+    case kInline:
+      return key.size() == 9 ? 1 : 0;
+    case kChunk:
+    case kJournal:
+    case kGc:
+      return key.size() == 17 ? 1 : 0;
+    case kHolder:
+      return key.size() > 9 ? 1 : 0;
+    case kSessionOpen:
+      return key.size() > 9 ? 1 : 0;
+    default:
+      return 0;
+  }
+}
+
 // The field accessors below read keys a scan returned; a key too short for the field (a
 // damaged store) reads as 0 or "", never out of bounds (found by filer_records_fuzz).
 // The big-endian u64 that follows the family byte of a key (the ino, parent, due time or seq).

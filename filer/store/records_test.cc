@@ -124,3 +124,30 @@ TEST_CASE("key field accessors read short keys as 0 and empty names") {
   CHECK(keys::FirstU64(keys::InodeKey(3)) == 3);
   CHECK(keys::NameOf(keys::DentryPrefix(3)).empty());
 }
+
+TEST_CASE(
+    "insert hint prefixes: a directory's names and cookies, a counter stripe, one run per other "
+    "family") {
+  const std::string d = keys::DentryKey(7, "name");
+  CHECK(keys::InsertHintPrefix(d) == 9);
+  CHECK(d.substr(0, keys::InsertHintPrefix(d)) == keys::DentryPrefix(7));
+  CHECK(keys::InsertHintPrefix(keys::DirIndexKey(7, 3)) == 9);
+  CHECK(keys::DirIndexKey(7, 3).substr(0, 9) == keys::DirIndexPrefix(7));
+  CHECK(keys::InsertHintPrefix(keys::CounterKey(2)) == keys::CounterKey(2).size());
+  CHECK(keys::InsertHintPrefix(keys::EventKey(9)) == 1);
+  CHECK(keys::InsertHintPrefix(keys::ChunkKey(7, 1)) == 1);
+  CHECK(keys::InsertHintPrefix(keys::JournalKey(7, 1)) == 1);
+  CHECK(keys::InsertHintPrefix(keys::HolderKey(7, "s")) == 1);
+  CHECK(keys::InsertHintPrefix(keys::SessionOpenKey("s", 7)) == 1);
+  CHECK(keys::InsertHintPrefix(keys::InodeKey(7)) == 0);
+  CHECK(keys::InsertHintPrefix(keys::SessionKey("s")) == 0);
+  // The starts of prefix scans and range deletes have none (a range tombstone must not start
+  // at a hinted key), nor do short, empty or unknown keys.
+  CHECK(keys::InsertHintPrefix(keys::DentryPrefix(7)) == 0);
+  CHECK(keys::InsertHintPrefix(keys::DirIndexPrefix(7)) == 0);
+  CHECK(keys::InsertHintPrefix(keys::ChunkPrefix(7)) == 0);
+  CHECK(keys::InsertHintPrefix(keys::JournalPrefix(7)) == 0);
+  CHECK(keys::InsertHintPrefix(keys::Family(keys::kEvent)) == 0);
+  CHECK(keys::InsertHintPrefix("") == 0);
+  CHECK(keys::InsertHintPrefix("x") == 0);
+}
