@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,6 +82,10 @@ struct CacheOptions {
   // After a disk write fails (ENOSPC, EIO, EROFS...), disk inserts are skipped for this long,
   // in milliseconds; reads of what is cached continue. Default: 1000.
   uint32_t disk_error_backoff_ms = 1000;
+
+  // Testing only: runs before evicted entries' files are emptied or deleted, on the thread
+  // that evicted them (a test holds a deletion in flight). Default: none.
+  std::function<void()> testing_before_delete;
 
   // Where the kelp_cache_* metrics go (tests pass their own registry). nullptr: none.
   // Default: MetricsRegistry::Default(), which the mount serves on /metrics.

@@ -198,6 +198,7 @@ DiskCache::Victim DiskCache::RemoveLocked(int t, absl::flat_hash_map<uint64_t, E
 
 void DiskCache::Unlink(std::vector<Victim> victims) {
   if (victims.empty()) return;
+  if (config_.testing_before_delete) config_.testing_before_delete();
   size_t room;
   {
     MutexLock lock(mu_);
@@ -238,28 +239,26 @@ void DiskCache::Unlink(std::vector<Victim> victims) {
 }
 
 bool DiskCache::Reserve(int tier, uint64_t need) {
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    std::vector<Victim> victims;
-    {
-      MutexLock lock(mu_);
-      uint64_t budget = DataBudgetLocked();
-      if (need > budget) return false;
-      if (UsedLocked() + need <= budget) {
-        tiers_[tier].writing_bytes += need;
-        return true;
-      }
-      EvictLocked(tier, need, budget, &victims);
-      if (victims.empty()) {
-        // Only others' writes and deletes in flight hold the room: let them finish.
-        uint64_t in_flight = deleting_bytes_;
-        for (const TierState& t : tiers_) in_flight += t.writing_bytes;
-        if (in_flight == 0) return false;
-      }
+  std::vector<Victim> victims;
+  bool reserved = false;
+  {
+    MutexLock lock(mu_);
+    uint64_t budget = DataBudgetLocked();
+    if (need > budget) return false;
+    EvictLocked(tier, need, budget, &victims);
+    // Bytes being deleted count as free here as they do for eviction: their files are gone a
+    // few system calls later (the disk holds them that much longer). Waiting for them instead
+    // (a yield, up to eight times) put every insert that came while another one's victims were
+    // being emptied in a loop of yields, and most then gave up: truncating a file waits for the
+    // disk's discard of its blocks (a file system mounted with -o discard). Otherwise the room
+    // left is held by others' writes still running: refused.
+    if (UsedLocked() - deleting_bytes_ + need <= budget) {
+      tiers_[tier].writing_bytes += need;
+      reserved = true;
     }
-    if (victims.empty()) std::this_thread::yield();
-    Unlink(std::move(victims));
   }
-  return false;
+  Unlink(std::move(victims));
+  return reserved;
 }
 
 bool DiskCache::Drop(int tier, uint64_t key, uint64_t id, bool unlink) {

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,6 +51,7 @@ class DiskCache {
     TierLayout layout;
     EvictionKind eviction = EvictionKind::kS3Fifo;
     uint32_t backoff_ms = 1000;
+    std::function<void()> testing_before_delete;  // CacheOptions::testing_before_delete
   };
 
   // Opens or creates the directory and loads what it holds. nullptr (with a warning logged)

@@ -37,6 +37,7 @@ TieredCache::TieredCache(CacheOptions options, TierLayout layout)
     c.layout = layout_;
     c.eviction = options_.eviction;
     c.backoff_ms = options_.disk_error_backoff_ms;
+    c.testing_before_delete = options_.testing_before_delete;
     disk_ = DiskCache::Open(c, counters_.get());
   }
   if (MetricsRegistry* r = options_.metrics) {

@@ -5,10 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "mount/cache/cache_format.h"
 #include "mount/cache/cache_test_util.h"
@@ -206,6 +210,69 @@ TEST_CASE("a deleted blob's entries wait as spares for the next writes (up to on
     CHECK(ReadThrough(*cache, fid(kBlocks + i), 4 * kMiB, 200000, 8192, &out));
     CHECK(out == BlobBytes(fid(kBlocks + i), 200000, 8192));
   }
+}
+
+// Two inserts into a full cache at once: the second one's room includes what the first one's
+// evicted entries free, still being emptied (a truncate waits for the disk's discard of its
+// blocks). It went in, where it used to wait for those files in a loop of yields and then
+// give up.
+TEST_CASE("an insert goes in while another insert's evicted entries are still being deleted") {
+  TempDir tmp;
+  std::string dir = tmp.Sub("c");
+  CacheOptions o = TestOptions(dir, 8 * kMiB);
+  o.memory_bytes = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool armed = false, held = false, released = false;
+  // The first deletion after arming waits here until the test lets it go.
+  o.testing_before_delete = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!armed) return;
+    armed = false;
+    held = true;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return released; });
+  };
+  auto cache = MustOpen(o);
+  auto fid = [](int i) { return "19,h" + std::to_string(i); };
+  std::string out;
+  for (int i = 0; i < 40; ++i) REQUIRE_FALSE(ReadThrough(*cache, fid(i), 4 * kMiB, 0, 4096, &out));
+  REQUIRE(cache->GetStats().tiers[2].evictions > 0);  // full: each insert evicts
+  auto release = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+    cv.notify_all();
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    armed = true;
+  }
+  std::thread first([&] {
+    std::string o2;
+    ReadThrough(*cache, fid(100), 4 * kMiB, 0, 4096, &o2);
+  });
+  struct Joiner {
+    std::function<void()> release;
+    std::thread* t;
+    ~Joiner() {
+      if (t == nullptr) return;
+      release();
+      t->join();
+    }
+  } joiner{release, &first};
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return held; }));
+  }
+  CHECK_FALSE(ReadThrough(*cache, fid(101), 4 * kMiB, 0, 4096, &out));
+  CHECK(ReadThrough(*cache, fid(101), 4 * kMiB, 0, 4096, &out));  // it was stored
+  CHECK(out == BlobBytes(fid(101), 0, 4096));
+  release();
+  first.join();
+  joiner.t = nullptr;
+  CHECK(ReadThrough(*cache, fid(100), 4 * kMiB, 0, 4096, &out));  // and so was the first
+  CHECK(out == BlobBytes(fid(100), 0, 4096));
+  CHECK(DiskUsage(dir) <= 8 * kMiB);
 }
 
 TEST_CASE("a corrupted entry is a miss, is dropped, and a re-insert heals it") {
