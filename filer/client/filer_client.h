@@ -121,9 +121,9 @@ class FilerClient {
   // ---- Data ----
   absl::StatusOr<StatFsResponse> StatFs();
   absl::StatusOr<GetChunksResponse> GetChunks(uint64_t ino);
-  // A commit with sync waits while two of this client's synced commits are out; the ones that
-  // waited go together next, as one CommitBatch (one handler and one WAL sync for all). Alone,
-  // it goes at once, as CommitChunks.
+  // A commit with sync waits while another of this client's synced commits is out; the ones
+  // that waited go together next, as one CommitBatch (one handler and one WAL sync for all).
+  // Alone, it goes at once, as CommitChunks.
   absl::StatusOr<CommitChunksResponse> CommitChunks(const CommitChunksRequest& req);
   // Several commits in one call, each on its own: a result per commit, in order (the call's
   // own status says only whether it reached the filer).

@@ -55,7 +55,7 @@ TEST_CASE("filer client: synced commits from many threads go together in batches
     CHECK(chunks->attr().size() == kCommits * 10);
     CHECK(chunks->chunks_size() == kCommits);  // each commit applied exactly once
   }
-  // 720 commits, two calls out at a time: the waiting ones went together.
+  // 720 commits, one call out at a time: the waiting ones went together.
   const uint64_t calls = c.calls(FilerMethod::kCommitChunks) + c.calls(FilerMethod::kCommitBatch);
   CHECK(c.calls(FilerMethod::kCommitBatch) > 0);
   CHECK(calls < static_cast<uint64_t>(kThreads * kCommits));
@@ -111,8 +111,8 @@ TEST_CASE("filer client: a filer without CommitBatch gets the waiting commits on
     CHECK(chunks->attr().size() == 40);
   }
   CHECK(c.calls(FilerMethod::kCommitChunks) == kThreads * 10);
-  // Refused once for each batch out when the first refusal came back (two may be out at
-  // once), then never sent again.
+  // Refused once for each batch out when the first refusal came back (one at a time, so
+  // once; at most two if more were ever let out), then never sent again.
   CHECK(c.calls(FilerMethod::kCommitBatch) <= 2);
   server.Stop();
 }
