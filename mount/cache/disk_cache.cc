@@ -173,7 +173,7 @@ void DiskCache::EvictLocked(int for_tier, uint64_t need, uint64_t budget,
                             std::vector<Victim>* victims) {
   // Bytes being deleted (by this call or another thread) are as good as free: whoever deletes
   // them stops counting them right after the unlink.
-  while (UsedLocked() - deleting_bytes_ + need > budget) {
+  while (!FitsLocked(need, budget)) {
     int t = VictimTierLocked(for_tier, need);
     if (t < 0) return;
     TierState& ts = tiers_[t];
@@ -252,7 +252,7 @@ bool DiskCache::Reserve(int tier, uint64_t need) {
     // being emptied in a loop of yields, and most then gave up: truncating a file waits for the
     // disk's discard of its blocks (a file system mounted with -o discard). Otherwise the room
     // left is held by others' writes still running: refused.
-    if (UsedLocked() - deleting_bytes_ + need <= budget) {
+    if (FitsLocked(need, budget)) {
       tiers_[tier].writing_bytes += need;
       reserved = true;
     }
@@ -494,7 +494,7 @@ void DiskCache::Close() {
       encoded = CacheDir::EncodeIndex(records, next_id_);
       uint64_t need = RoundUp(encoded.size(), fs_block_);
       uint64_t budget = config_.capacity_bytes > fixed ? config_.capacity_bytes - fixed : 0;
-      if (UsedLocked() - deleting_bytes_ + need <= budget) break;  // victims go before the write
+      if (FitsLocked(need, budget)) break;  // victims go before the write
       size_t before = victims.size();
       EvictLocked(kNumTiers - 1, need, budget, &victims);
       if (victims.size() == before) {

@@ -131,6 +131,11 @@ class DiskCache {
   uint64_t DataBudgetLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t GuaranteeLocked(int tier) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t UsedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether need more bytes fit in budget, counting bytes being deleted as free (their files
+  // are gone a few system calls later).
+  bool FitsLocked(uint64_t need, uint64_t budget) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return UsedLocked() - deleting_bytes_ + need <= budget;
+  }
   int VictimTierLocked(int for_tier, uint64_t need) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts until used + need fits in budget (or nothing is left to evict), appending victims.
   void EvictLocked(int for_tier, uint64_t need, uint64_t budget, std::vector<Victim>* victims)
