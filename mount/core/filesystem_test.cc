@@ -75,6 +75,44 @@ TEST_CASE("an unlinked open file stays readable until it is closed") {
   REQUIRE_FALSE(e.filer.HasInode(ino));
 }
 
+// The filer counts a file open once per mount; the mount counts its handles and releases the
+// file at the filer when the last one closes. (It released once per file but counted every
+// handle, so a file two handles had open at once stayed open at the filer until the unmount:
+// unlinked, an orphan whose blobs stayed on the volume servers and in the read cache.)
+TEST_CASE("a file several handles had open is released at the filer when the last one closes") {
+  FsOptions o;
+  o.unlink_behind = 0;  // the unlink reaches the filer before it returns
+  FsEnv e(o);
+  Caller c;
+  auto w = e.fs->Create(e.fs->root(), "f", 0644, O_CREAT | O_RDWR, c);
+  REQUIRE(w.ok());
+  const uint64_t ino = w->attr.ino();
+  const std::string data(10000, 'm');
+  REQUIRE(e.fs->Write(w->fh, 0, data).ok());
+  REQUIRE(e.fs->Flush(w->fh).ok());
+  auto r1 = e.fs->Open(ino, O_RDONLY);
+  auto r2 = e.fs->Open(ino, O_RDWR);
+  REQUIRE(r1.ok());
+  REQUIRE(r2.ok());
+  SECTION("closed before the unlink") {
+    for (uint64_t fh : {w->fh, r1->fh, r2->fh}) REQUIRE(e.fs->Release(fh).ok());
+    e.fs->session().FlushReleases();
+    REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+    CHECK_FALSE(e.filer.HasInode(ino));
+  }
+  SECTION("the last handle closed after the unlink") {
+    REQUIRE(e.fs->Unlink(e.fs->root(), "f").ok());
+    REQUIRE(e.fs->Release(w->fh).ok());
+    REQUIRE(e.fs->Release(r1->fh).ok());
+    e.fs->session().FlushReleases();
+    CHECK(e.filer.HasInode(ino));  // r2 still holds it
+    CHECK(ReadFh(*e.fs, r2->fh, 20000) == data);
+    REQUIRE(e.fs->Release(r2->fh).ok());
+    e.fs->session().FlushReleases();
+    CHECK_FALSE(e.filer.HasInode(ino));
+  }
+}
+
 TEST_CASE("rename over an open file keeps the old data readable through its handle") {
   FsEnv e;
   Caller c;

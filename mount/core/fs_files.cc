@@ -178,7 +178,9 @@ absl::Status Filesystem::Release(uint64_t fh) {
   // Writes through a shared mapping can arrive after the last flush.
   absl::Status s = h->file->HasLocalChanges() ? h->file->Flush(false) : absl::OkStatus();
   if (!s.ok()) spdlog::error("release of inode {}: {}", h->ino, s);
-  if (inodes_.CloseFile(h->ino)) session_.Release(h->ino);
+  inodes_.CloseFile(h->ino);
+  // The session counts handles (Open, Create) and tells the filer when the last one goes.
+  session_.Release(h->ino);
   return s;
 }
 
