@@ -58,7 +58,14 @@ absl::Status FilerService::Start() {
   RETURN_IF_ERROR(LoadCounters());
   RETURN_IF_ERROR(LoadJournalQueue());
   RETURN_IF_ERROR(EnsureRoot());
-  start_mono_ns_ = clock_->MonoNs();
+  // Mounts re-announce their open files after a restart (KeepAlive with reattach), and orphans
+  // wait for that; a store without sessions has no mount that could, so nothing waits.
+  ASSIGN_OR_RETURN(SessionTable::Census census, sessions_.Scan(*kv_));
+  orphan_grace_end_mono_ns_ =
+      clock_->MonoNs() +
+      (census.sessions == 0
+           ? 0
+           : std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.orphan_grace).count());
   {
     MutexLock lock(loop_mu_);
     stopping_ = false;
@@ -224,8 +231,7 @@ void FilerService::RunMaintenance() {
   } else {
     spdlog::warn("filer: sessions: {}", census.status());
   }
-  if (chores && clock_->MonoNs() - start_mono_ns_ >=
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.orphan_grace).count()) {
+  if (chores && !InOrphanGrace()) {
     std::vector<uint64_t> orphans;
     std::string family = keys::Family(keys::kOrphan);
     auto it = kv_->Scan(family, keys::PrefixEnd(family), kOrphanScan);
@@ -353,8 +359,7 @@ absl::Status FilerService::PurgeInode(Mutation& m, const InodeRecord& rec, bool 
 }
 
 absl::Status FilerService::PurgeOrphanIfUnused(uint64_t ino, std::vector<FreedBlob>* freed) {
-  if (clock_->MonoNs() - start_mono_ns_ <
-      std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.orphan_grace).count()) {
+  if (InOrphanGrace()) {
     // Mounts may still be re-announcing opens after a restart; the sweep after the grace
     // period catches this inode.
     return absl::OkStatus();

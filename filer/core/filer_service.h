@@ -338,7 +338,10 @@ class FilerService {
   int64_t count_at_mono_ns_ ABSL_GUARDED_BY(count_mu_) = -1;
   std::atomic<size_t> session_count_{0};
   Counter* const txn_retries_;
-  int64_t start_mono_ns_ = 0;
+  // Until when orphans are kept for mounts re-announcing their open files (Start: the
+  // grace period after a start that found sessions in the store; none found, none kept).
+  int64_t orphan_grace_end_mono_ns_ = 0;
+  bool InOrphanGrace() const { return clock_->MonoNs() < orphan_grace_end_mono_ns_; }
 
   // A leaf: guards the maintenance loop's stop flag only (released while maintenance runs).
   Mutex loop_mu_;

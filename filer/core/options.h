@@ -19,8 +19,9 @@ struct FilerOptions {
   // unlinked-but-open inodes it held are purged. OpenSession tells clients to KeepAlive every
   // third of it. Default: 60 s.
   std::chrono::milliseconds session_timeout{60'000};
-  // After a start, orphans (unlinked inodes that were open) are kept this long before being
-  // purged, so mounts can re-announce their open files (KeepAlive reattach). Default: 60 s.
+  // After a start that found sessions in the store, orphans (unlinked inodes that were open)
+  // are kept this long before being purged, so mounts can re-announce their open files
+  // (KeepAlive reattach). Default: 60 s.
   std::chrono::milliseconds orphan_grace{60'000};
 
   // A file's chunk list is compacted (records no byte is read from are dropped and their
