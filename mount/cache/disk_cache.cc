@@ -63,8 +63,11 @@ DiskCache::DiskCache(const Config& config, CacheCounters* counters, std::unique_
       dir_(std::move(dir)),
       fs_block_(dir_->block_size()),
       max_spares_(MaxSpares(config)) {
-  MutexLock lock(mu_);
-  for (TierState& t : tiers_) t.policy = MakeEvictionPolicy(config_.eviction);
+  {
+    MutexLock lock(mu_);
+    for (TierState& t : tiers_) t.policy = MakeEvictionPolicy(config_.eviction);
+  }
+  forget_thread_ = std::thread([this] { ForgetLoop(); });
 }
 
 DiskCache::~DiskCache() { Close(); }
@@ -255,6 +258,8 @@ bool DiskCache::Reserve(int tier, uint64_t need) {
     if (FitsLocked(need, budget)) {
       tiers_[tier].writing_bytes += need;
       reserved = true;
+      // Past the capacity on disk: forgotten entries' files go at full speed.
+      if (!forgotten_.empty() && UsedLocked() > budget) forget_cv_.NotifyAll();
     }
   }
   Unlink(std::move(victims));
@@ -281,22 +286,43 @@ void DiskCache::Forget(Tier tier, const std::vector<BlockId>& blocks) {
   OpGuard guard(this);
   if (!guard) return;
   int t = TierIndex(tier);
-  std::vector<Victim> victims;
-  {
-    MutexLock lock(mu_);
-    TierState& ts = tiers_[t];
-    for (const BlockId& b : blocks) {
-      auto it = ts.index.find(b.key);
-      if (it == ts.index.end()) continue;
-      const Entry& e = it->second;
-      if (e.pending || e.fid != b.fid || e.block_offset != b.block_offset) continue;
-      ts.policy->Erase(b.key);
-      victims.push_back(RemoveLocked(t, it, /*reusable=*/true));
-      deleting_bytes_ += victims.back().bytes;
-      counters_->Forgotten(tier);
+  MutexLock lock(mu_);
+  TierState& ts = tiers_[t];
+  const bool idle = forgotten_.empty();
+  for (const BlockId& b : blocks) {
+    auto it = ts.index.find(b.key);
+    if (it == ts.index.end()) continue;
+    const Entry& e = it->second;
+    if (e.pending || e.fid != b.fid || e.block_offset != b.block_offset) continue;
+    ts.policy->Erase(b.key);
+    forgotten_.push_back(RemoveLocked(t, it, /*reusable=*/true));
+    deleting_bytes_ += forgotten_.back().bytes;
+    counters_->Forgotten(tier);
+  }
+  if (idle && !forgotten_.empty()) forget_cv_.NotifyAll();
+}
+
+void DiskCache::ForgetLoop() {
+  const auto pause = std::chrono::milliseconds(config_.forget_pause_ms);
+  MutexLock lock(mu_);
+  for (;;) {
+    while (forgotten_.empty() && !forget_stop_) forget_cv_.Wait(lock);
+    if (forgotten_.empty()) return;  // stopping, nothing left
+    std::vector<Victim> batch;
+    while (!forgotten_.empty() && batch.size() < kForgetBatch) {
+      batch.push_back(std::move(forgotten_.front()));
+      forgotten_.pop_front();
+    }
+    lock.Unlock();
+    Unlink(std::move(batch));
+    lock.Lock();
+    // The next batch waits while the files on disk fit the capacity; an insert that needs
+    // their room (it counted them as free) or Close cuts the wait short.
+    if (pause.count() > 0 && !forgotten_.empty() && !forget_stop_ &&
+        UsedLocked() <= DataBudgetLocked()) {
+      forget_cv_.WaitFor(lock, pause);
     }
   }
-  Unlink(std::move(victims));
 }
 
 void DiskCache::NoteWriteError(const absl::Status& status) {
@@ -471,6 +497,12 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
 void DiskCache::Close() {
   if (closed_.exchange(true)) return;
   while (inflight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    MutexLock lock(mu_);
+    forget_stop_ = true;
+  }
+  forget_cv_.NotifyAll();
+  if (forget_thread_.joinable()) forget_thread_.join();
 
   std::vector<Victim> victims;
   std::string encoded;

@@ -8,7 +8,8 @@
 // Locking: mu_ guards the indexes, policies and counters below. It is a leaf lock and is never
 // held across file I/O: an insert reserves bytes under mu_, writes with no lock, then publishes
 // the entry under mu_; an eviction unlinks its victims after dropping mu_, and their bytes stay
-// counted until the unlink is done.
+// counted until the unlink is done. A thread of the cache's own deletes forgotten entries'
+// files (Forget) the same way, until Close.
 #pragma once
 
 #include <array>
@@ -19,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -52,6 +54,7 @@ class DiskCache {
     EvictionKind eviction = EvictionKind::kS3Fifo;
     uint32_t backoff_ms = 1000;
     std::function<void()> testing_before_delete;  // CacheOptions::testing_before_delete
+    uint32_t forget_pause_ms = 20;                // CacheOptions::forget_pause_ms
   };
 
   // Opens or creates the directory and loads what it holds. nullptr (with a warning logged)
@@ -68,10 +71,14 @@ class DiskCache {
   // Whether entries holding `bytes` of data would fit now with nothing evicted and a sixteenth
   // of the capacity still free after them.
   bool HasRoom(uint64_t bytes) const;
-  // Drops the published entries of these blocks (of one blob): deleted like evicted ones,
-  // counted as forgotten. Entries being written are left alone.
+  // Drops the published entries of these blocks (of one blob), counted as forgotten; entries
+  // being written are left alone. Their files go in the background at a gentle pace (a deleted
+  // 1 GiB file's 4,000 entries deleted at once, each a truncation and the disk's discard, slowed
+  // the program that ran next), at full speed while the cache needs their room; their bytes
+  // count as free meanwhile, as evicted ones' do.
   void Forget(Tier tier, const std::vector<BlockId>& blocks);
-  // Waits for calls in flight, then saves the index hint (evicting if it would not fit).
+  // Waits for calls in flight and the deletion of forgotten entries, then saves the index hint
+  // (evicting if it would not fit).
   void Close();
 
   // Fills disk gauges: entries, bytes and shares per tier, meta bytes, capacity.
@@ -143,6 +150,9 @@ class DiskCache {
   // Deletes victims' files (no lock held), then stops counting their bytes. Up to
   // MaxSpares() of them, no longer open anywhere, are emptied and kept as spares instead.
   void Unlink(std::vector<Victim> victims) ABSL_LOCKS_EXCLUDED(mu_);
+  // forget_thread_: deletes forgotten_ a batch at a time until Close.
+  void ForgetLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr size_t kForgetBatch = 16;
   // Takes published entry `it` of tier t out of the index (its bytes leave live_bytes) and
   // returns it as a victim; the caller counts its bytes as deleting if it unlinks it.
   Victim RemoveLocked(int t, absl::flat_hash_map<uint64_t, Entry>::iterator it, bool reusable)
@@ -190,6 +200,12 @@ class DiskCache {
   };
   std::vector<Spare> spares_ ABSL_GUARDED_BY(mu_);
   size_t spares_claimed_ ABSL_GUARDED_BY(mu_) = 0;  // room in spares_ taken by Unlink calls in flight
+
+  // Forgotten entries waiting for forget_thread_ (their bytes are in deleting_bytes_).
+  std::deque<Victim> forgotten_ ABSL_GUARDED_BY(mu_);
+  bool forget_stop_ ABSL_GUARDED_BY(mu_) = false;  // Close: delete what is left at full speed, end
+  CondVar forget_cv_;
+  std::thread forget_thread_;
 };
 
 }  // namespace kelp::mount::cache

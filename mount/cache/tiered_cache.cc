@@ -38,6 +38,7 @@ TieredCache::TieredCache(CacheOptions options, TierLayout layout)
     c.eviction = options_.eviction;
     c.backoff_ms = options_.disk_error_backoff_ms;
     c.testing_before_delete = options_.testing_before_delete;
+    c.forget_pause_ms = options_.forget_pause_ms;
     disk_ = DiskCache::Open(c, counters_.get());
   }
   if (MetricsRegistry* r = options_.metrics) {

@@ -189,14 +189,21 @@ TEST_CASE("a deleted blob's entries wait as spares for the next writes (up to on
   constexpr int kBlocks = 300;
   for (int i = 0; i < kBlocks; ++i) REQUIRE_FALSE(ReadThrough(*cache, fid(i), 4 * kMiB, 0, 4096, &out));
   for (int i = 0; i < kBlocks; ++i) cache->Forget(fid(i), 4 * kMiB);
-  size_t spares = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/large")) {
-    if (e.path().filename().string().starts_with("spare-")) {
-      ++spares;
+  // They go in the background: wait until the last of them is a spare.
+  auto spares = [&] {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/large")) {
+      if (!e.path().filename().string().starts_with("spare-")) continue;
+      ++n;
       CHECK(e.file_size() == 0);
     }
+    return n;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (spares() < kBlocks && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  CHECK(spares == kBlocks);
+  CHECK(spares() == kBlocks);
   for (int i = 0; i < kBlocks; ++i) {
     REQUIRE_FALSE(ReadThrough(*cache, fid(kBlocks + i), 4 * kMiB, 0, 4096, &out));
     REQUIRE(out == BlobBytes(fid(kBlocks + i), 0, 4096));
@@ -209,6 +216,60 @@ TEST_CASE("a deleted blob's entries wait as spares for the next writes (up to on
   for (int i = 0; i < kBlocks; i += 37) {
     CHECK(ReadThrough(*cache, fid(kBlocks + i), 4 * kMiB, 200000, 8192, &out));
     CHECK(out == BlobBytes(fid(kBlocks + i), 200000, 8192));
+  }
+}
+
+// A deleted file's entries leave in the background: a few at a time while the cache's files fit
+// its capacity, all at once when an insert needs their room, and the rest at close.
+TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when their room is needed") {
+  TempDir tmp;
+  std::string dir = tmp.Sub("c");
+  CacheOptions o = TestOptions(dir, 40 * kMiB);
+  o.memory_bytes = 0;
+  o.forget_pause_ms = 3'600'000;  // after the first batch, only need or close moves them
+  auto cache = MustOpen(o);
+  std::string out;
+  auto fid = [](int i) { return "16,f" + std::to_string(i); };
+  auto entry_files = [&] {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/large")) {
+      uint64_t id;
+      if (ParseEntryFileName(e.path().filename().string(), &id)) ++n;
+    }
+    return n;
+  };
+  auto wait_for = [](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return done();
+  };
+  constexpr int kBlocks = 64;  // 16 MiB of 256 KiB blocks
+  for (int i = 0; i < kBlocks; ++i)
+    REQUIRE_FALSE(ReadThrough(*cache, fid(i), 4 * kMiB, 0, 4096, &out));
+  REQUIRE(entry_files() == kBlocks);
+  for (int i = 0; i < kBlocks; ++i) cache->Forget(fid(i), 4 * kMiB);
+  CHECK(cache->GetStats().tiers[2].entries == 0);  // unreadable at once
+  CHECK_FALSE(cache->Read(fid(0), 4 * kMiB, 0, 4096, out.data()));
+  // One batch goes, then the rest waits: the files fit the capacity.
+  CHECK(wait_for([&] { return entry_files() == kBlocks - 16; }));
+  SECTION("an insert that needs their room") {
+    // 30 MiB of new blocks: with the 12 MiB still on disk, past the 40 MiB capacity.
+    for (int i = 0; i < 120; ++i) {
+      REQUIRE_FALSE(ReadThrough(*cache, fid(1000 + i), 4 * kMiB, 0, 4096, &out));
+      REQUIRE(out == BlobBytes(fid(1000 + i), 0, 4096));
+    }
+    // As many as it takes for the files to fit the capacity again, not an entry evicted.
+    CHECK(wait_for([&] { return testing::DiskUsage(dir) <= o.capacity_bytes; }));
+    CHECK(entry_files() < 120 + kBlocks - 16);
+    CHECK(cache->GetStats().tiers[2].evictions == 0);
+    cache.reset();  // the rest at close; the live entries stay
+    CHECK(entry_files() == 120);
+  }
+  SECTION("the close") {
+    cache.reset();
+    CHECK(entry_files() == 0);
   }
 }
 
