@@ -227,6 +227,17 @@ TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when thei
   CacheOptions o = TestOptions(dir, 40 * kMiB);
   o.memory_bytes = 0;
   o.forget_pause_ms = 3'600'000;  // after the first batch, only need or close moves them
+  // The first deletion waits here until every Forget is queued, so exactly one batch (of up to
+  // 16) goes before the pause, whatever the threads' timing.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool armed = false, released = false;
+  o.testing_before_delete = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!armed) return;
+    armed = false;
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return released; });
+  };
   auto cache = MustOpen(o);
   std::string out;
   auto fid = [](int i) { return "16,f" + std::to_string(i); };
@@ -249,13 +260,23 @@ TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when thei
   for (int i = 0; i < kBlocks; ++i)
     REQUIRE_FALSE(ReadThrough(*cache, fid(i), 4 * kMiB, 0, 4096, &out));
   REQUIRE(entry_files() == kBlocks);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    armed = true;
+  }
   for (int i = 0; i < kBlocks; ++i) cache->Forget(fid(i), 4 * kMiB);
   CHECK(cache->GetStats().tiers[2].entries == 0);  // unreadable at once
   CHECK_FALSE(cache->Read(fid(0), 4 * kMiB, 0, 4096, out.data()));
-  // One batch goes, then the rest waits: the files fit the capacity.
-  CHECK(wait_for([&] { return entry_files() == kBlocks - 16; }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+  // The first batch goes, then the rest waits: the files fit the capacity.
+  CHECK(wait_for([&] { return entry_files() < kBlocks; }));
+  CHECK(entry_files() >= kBlocks - 16);
   SECTION("an insert that needs their room") {
-    // 30 MiB of new blocks: with the 12 MiB still on disk, past the 40 MiB capacity.
+    // 30 MiB of new blocks: with the 16 MiB still on disk, past the 40 MiB capacity.
     for (int i = 0; i < 120; ++i) {
       REQUIRE_FALSE(ReadThrough(*cache, fid(1000 + i), 4 * kMiB, 0, 4096, &out));
       REQUIRE(out == BlobBytes(fid(1000 + i), 0, 4096));
