@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,9 @@ class TmpfsMount {
 uint64_t DiskUsage(const std::string& path);
 // Regular files directly inside dir.
 size_t CountFiles(const std::string& dir);
+// Polls done every 5 ms for up to 30 s; whether it came true (work the cache does in the
+// background).
+bool Eventually(const std::function<bool()>& done);
 
 // Deterministic contents of blob fid: bytes [offset, offset + len).
 std::string BlobBytes(std::string_view fid, uint64_t offset, size_t len);

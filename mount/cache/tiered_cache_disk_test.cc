@@ -199,11 +199,7 @@ TEST_CASE("a deleted blob's entries wait as spares for the next writes (up to on
     }
     return n;
   };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (spares() < kBlocks && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  CHECK(spares() == kBlocks);
+  CHECK(testing::Eventually([&] { return spares() == kBlocks; }));
   for (int i = 0; i < kBlocks; ++i) {
     REQUIRE_FALSE(ReadThrough(*cache, fid(kBlocks + i), 4 * kMiB, 0, 4096, &out));
     REQUIRE(out == BlobBytes(fid(kBlocks + i), 0, 4096));
@@ -249,13 +245,6 @@ TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when thei
     }
     return n;
   };
-  auto wait_for = [](const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return done();
-  };
   constexpr int kBlocks = 64;  // 16 MiB of 256 KiB blocks
   for (int i = 0; i < kBlocks; ++i)
     REQUIRE_FALSE(ReadThrough(*cache, fid(i), 4 * kMiB, 0, 4096, &out));
@@ -273,7 +262,7 @@ TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when thei
     cv.notify_all();
   }
   // The first batch goes, then the rest waits: the files fit the capacity.
-  CHECK(wait_for([&] { return entry_files() < kBlocks; }));
+  CHECK(testing::Eventually([&] { return entry_files() < kBlocks; }));
   CHECK(entry_files() >= kBlocks - 16);
   SECTION("an insert that needs their room") {
     // 30 MiB of new blocks: with the 16 MiB still on disk, past the 40 MiB capacity.
@@ -282,7 +271,7 @@ TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when thei
       REQUIRE(out == BlobBytes(fid(1000 + i), 0, 4096));
     }
     // As many as it takes for the files to fit the capacity again, not an entry evicted.
-    CHECK(wait_for([&] { return testing::DiskUsage(dir) <= o.capacity_bytes; }));
+    CHECK(testing::Eventually([&] { return testing::DiskUsage(dir) <= o.capacity_bytes; }));
     CHECK(entry_files() < 120 + kBlocks - 16);
     CHECK(cache->GetStats().tiers[2].evictions == 0);
     cache.reset();  // the rest at close; the live entries stay

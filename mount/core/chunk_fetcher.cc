@@ -275,7 +275,8 @@ absl::Status ChunkFetcher::ReadWindowed(const std::string& fid, uint64_t blob_si
 
 void ChunkFetcher::Forget(const google::protobuf::RepeatedPtrField<filer::FreedBlob>& blobs) {
   if (cache_ == nullptr || blobs.empty()) return;
-  // Deleting entry files is disk work: off the caller's path (an fsync's commit, an unlink).
+  // An index erase under the cache's lock per block (a 1 GiB file: 4,096), the files deleted
+  // later by the cache's own thread: off the caller's path (an fsync's commit, an unlink).
   auto forget = [cache = cache_, freed = std::vector<filer::FreedBlob>(blobs.begin(), blobs.end())] {
     for (const filer::FreedBlob& b : freed) cache->Forget(b.fid(), b.size());
   };
