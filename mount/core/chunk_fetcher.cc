@@ -158,7 +158,18 @@ void ChunkFetcher::LoadWindow(const std::string& fid, uint64_t blob_size, uint64
   absl::Status s;
   if (cache_ == nullptr || !cache_->Read(fid, blob_size, start, n, data.get())) {
     s = blobs_->Read(fid, start, n, data.get());
-    if (s.ok()) InsertBlocks(fid, blob_size, start, std::string_view(data.get(), n));
+    // Past a full cache, a window inserted pushes out the oldest blocks, which for a file
+    // read in the order it was written (a sequential read after a write a little larger than
+    // the cache) are the ones this reader needs next: each miss then made the next one, and a
+    // 1 GiB file written through a 1000 MiB cache was read back almost entirely from the
+    // volume servers while its blocks were written into the cache a second time.
+    if (s.ok() && cache_ != nullptr) {
+      if (MayFill(n)) {
+        InsertBlocks(fid, blob_size, start, std::string_view(data.get(), n));
+      } else {
+        fills_declined_->Inc();
+      }
+    }
   }
   window_loads_->Inc();
   if (!s.ok() && whole) buffers_->Give(std::move(data));

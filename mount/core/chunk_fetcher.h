@@ -5,7 +5,8 @@
 // cache is full, only one miss in Options::full_fill_every fetches its blocks). Sequential
 // readers are served from read-ahead windows: a window of
 // the blob is fetched whole, and when a reader passes its middle the next window is fetched in
-// the background. Concurrent readers of one window wait for a single fetch.
+// the background; a window that missed the cache is inserted under the same rule as a random
+// miss's blocks. Concurrent readers of one window wait for a single fetch.
 //
 // Thread-safety: every method may be called from any thread. mu_ guards the window table and
 // is never held across a fetch.
@@ -49,12 +50,13 @@ class ChunkFetcher {
     // block, and its 256 KiB read and write slow the misses; a cold cache warms about a tenth
     // slower (bench/RESULTS.md, "Evening, 2026-12-04").
     int max_fills = 1;
-    // Once the cache has no room left, a miss fetches its blocks only once in this many misses
-    // (1: every miss). Past a full cache a fill pushes another block out, so when the reads
-    // cover more than the cache holds (sysbench's 1 GiB through a 1000 MiB cache) each fill
-    // trades one block for another at the cost of a 256 KiB read and write and leaves the hit
-    // rate where it was; one in 8 still lets a new working set take the cache over, 8 times
-    // more slowly. Default: 8 (bench/RESULTS.md, "Morning, 2026-12-05 (2)").
+    // Once the cache has no room left, a miss (a random read's blocks, or a read-ahead window
+    // that was not cached) goes into the cache only once in this many misses (1: every miss). Past
+    // a full cache a fill pushes another block out, so when the reads cover more than the cache
+    // holds (sysbench's 1 GiB through a 1000 MiB cache) each fill trades one block for another at
+    // the cost of a 256 KiB read and write and leaves the hit rate where it was; one in 8 still
+    // lets a new working set take the cache over, 8 times more slowly. Default: 8
+    // (bench/RESULTS.md, "Morning, 2026-12-05 (2)").
     int full_fill_every = 8;
   };
   // blobs must outlive this; cache and pool may be null (no cache, no background prefetch).
@@ -125,8 +127,9 @@ class ChunkFetcher {
   // Fetches blocks [start, end) of the blob and inserts them, in the background; false when
   // no fill slot or pool thread was free (or the range is being filled already).
   bool FillInBackground(const std::string& fid, uint64_t blob_size, uint64_t start, uint64_t end);
-  // Whether a miss of n bytes of blocks may fetch them into the cache: always while they fit,
-  // one miss in full_fill_every once they would push others out.
+  // Whether a miss of n bytes of blocks (a random read's, or a read-ahead window's) may put them
+  // into the cache: always while they fit, one miss in full_fill_every once they would push
+  // others out.
   bool MayFill(uint64_t n);
   void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

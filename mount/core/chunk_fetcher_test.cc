@@ -149,6 +149,53 @@ TEST_CASE("past a full cache one miss in full_fill_every fetches its block") {
   CHECK(t.blobs.gets() == 8);
 }
 
+// Reads the whole blob sequentially in 64 KiB reads (read-ahead windows, no pool: each window
+// is loaded by the read that needs it) and checks the bytes.
+void ReadSequentially(ChunkFetcher& f, const CachedBlob& t) {
+  std::string got(t.blob.size(), 'x');
+  for (size_t off = 0; off < t.blob.size(); off += 65536) {
+    REQUIRE(f.Read(t.fid, t.blob.size(), off, 65536, got.data() + off, true).ok());
+  }
+  REQUIRE(got == t.blob);
+}
+
+TEST_CASE("past a full cache one read-ahead window in full_fill_every goes into the cache") {
+  // A file read back in the order it was written, a little larger than the cache: every
+  // window inserted pushed out the blocks the reader needed next, and the whole file came
+  // from the volume servers.
+  CachedBlob t(23);
+  FullCache full(t.cache.get());
+  const uint64_t block = t.cache->BlockSize(t.blob.size());
+  ChunkFetcher::Options o;
+  o.window = 2 * block;
+  o.full_fill_every = 4;
+  ChunkFetcher f(&t.blobs, &full, nullptr, o);
+  ReadSequentially(f, t);
+  const uint64_t windows = t.blob.size() / o.window;
+  REQUIRE(windows >= 8);
+  CHECK(t.blobs.gets() == windows);
+  std::string out(4096, '\0');
+  for (uint64_t w = 0; w < windows; ++w) {
+    CAPTURE(w);
+    bool cached = t.cache->Read(t.fid, t.blob.size(), w * o.window + 100, out.size(), out.data());
+    CHECK(cached == (w % 4 == 0));
+    if (cached) CHECK(out == t.blob.substr(w * o.window + 100, out.size()));
+  }
+}
+
+TEST_CASE("with room in the cache every read-ahead window goes into it") {
+  CachedBlob t(29);
+  ChunkFetcher::Options o;
+  o.window = 2 * t.cache->BlockSize(t.blob.size());
+  ChunkFetcher f(&t.blobs, t.cache.get(), nullptr, o);
+  ReadSequentially(f, t);
+  const size_t gets = t.blobs.gets();
+  CHECK(gets == t.blob.size() / o.window);
+  ChunkFetcher again(&t.blobs, t.cache.get(), nullptr, o);  // no windows in memory
+  ReadSequentially(again, t);
+  CHECK(t.blobs.gets() == gets);  // all from the cache
+}
+
 TEST_CASE("with room in the cache every miss fetches its block") {
   CachedBlob t(19);
   ChunkFetcher f(&t.blobs, t.cache.get(), nullptr, ChunkFetcher::Options{});
