@@ -29,7 +29,10 @@ class FaultFile : public File {
   }
   absl::StatusOr<uint64_t> Size() const override { return base_->Size(); }
   void StartWriteback(uint64_t offset, uint64_t len) override { base_->StartWriteback(offset, len); }
-  void DropCached(uint64_t offset, uint64_t len) override { base_->DropCached(offset, len); }
+  void DropCached(uint64_t offset, uint64_t len) override {
+    env_->BeforeDrop();
+    base_->DropCached(offset, len);
+  }
 
  private:
   FaultEnv* const env_;
@@ -62,6 +65,15 @@ absl::Status FaultEnv::BeforeSync() {
     hook = sync_hook_;
   }
   return hook ? hook() : absl::OkStatus();
+}
+
+void FaultEnv::BeforeDrop() {
+  std::function<void()> hook;
+  {
+    MutexLock lock(mu_);
+    hook = drop_hook_;
+  }
+  if (hook) hook();
 }
 
 }  // namespace kelp::volume

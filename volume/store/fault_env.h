@@ -1,6 +1,7 @@
 // An Env for tests: passes everything through to a base Env (normally Env::Default() on a
-// temporary directory) and can fail writes the way a full disk does, cut writes short, and
-// count or intercept fdatasync calls. In the spirit of rocksdb's FaultInjectionTestFS.
+// temporary directory) and can fail writes the way a full disk does, cut writes short, count
+// or intercept fdatasync calls, and hold a drop-behind wait. In the spirit of rocksdb's
+// FaultInjectionTestFS.
 //
 // Threads: all methods are thread-safe; hooks run on the thread doing the I/O.
 #pragma once
@@ -32,6 +33,13 @@ class FaultEnv : public EnvWrapper {
     sync_hook_ = std::move(hook);
   }
 
+  // Called before every DropCached (the wait for a written range, then its pages dropped);
+  // may block, to hold an appender in it.
+  void SetDropHook(std::function<void()> hook) {
+    MutexLock lock(mu_);
+    drop_hook_ = std::move(hook);
+  }
+
   int data_syncs() const { return data_syncs_.load(); }
   int64_t bytes_written() const { return bytes_written_.load(); }
 
@@ -42,10 +50,12 @@ class FaultEnv : public EnvWrapper {
   // How many of n bytes a write may write now; 0 with *enospc set means fail.
   size_t Admit(size_t n, bool* enospc);
   absl::Status BeforeSync();
+  void BeforeDrop();
 
   Mutex mu_;
   int64_t budget_ ABSL_GUARDED_BY(mu_) = -1;
   std::function<absl::Status()> sync_hook_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> drop_hook_ ABSL_GUARDED_BY(mu_);
   std::atomic<size_t> max_chunk_{0};
   std::atomic<int> data_syncs_{0};
   std::atomic<int64_t> bytes_written_{0};

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <utility>
 
 #include "shared/coding.h"
 #include "shared/hash.h"
@@ -189,11 +190,11 @@ absl::StatusOr<uint32_t> Volume::CookieAt(const File& file, uint64_t offset) con
 
 absl::Status Volume::Append(std::string_view needle, std::string_view data_piece,
                             std::string_view tail, const IndexRecord& rec) {
-  File* dat;
+  std::shared_ptr<File> dat;
   File* idx;
   {
     ReaderLock m(map_mu_);
-    dat = dat_.get();
+    dat = dat_;
     idx = idx_.get();
   }
   const uint64_t off = end_;
@@ -219,17 +220,29 @@ absl::Status Volume::Append(std::string_view needle, std::string_view data_piece
   }
   end_ = off + len;
   idx_end_ += format::kIndexRecordSize;
-  DropBehind(*dat);
+  DropBehind(dat);
   return absl::OkStatus();
 }
 
-void Volume::DropBehind(File& dat) {
+void Volume::DropBehind(const std::shared_ptr<File>& dat) {
   if (wb_started_ > end_ || wb_dropped_ > wb_started_) ResetDropBehind();  // cut back by a failure
   if (end_ - wb_started_ < kWritebackStep) return;
-  dat.StartWriteback(wb_started_, end_ - wb_started_);
-  if (wb_started_ > wb_dropped_) dat.DropCached(wb_dropped_, wb_started_ - wb_dropped_);
+  dat->StartWriteback(wb_started_, end_ - wb_started_);
+  if (wb_started_ > wb_dropped_) {
+    const uint64_t len = wb_started_ - wb_dropped_;
+    if (drop_due_ && drop_due_->dat == dat && drop_due_->offset + drop_due_->len == wb_dropped_) {
+      drop_due_->len += len;  // the appender before did not take its step yet
+    } else {
+      RunDueDrop(std::exchange(drop_due_, std::nullopt));  // (not expected) in order
+      drop_due_ = DueDrop{dat, wb_dropped_, len};
+    }
+  }
   wb_dropped_ = wb_started_;
   wb_started_ = end_;
+}
+
+void Volume::RunDueDrop(std::optional<DueDrop> due) {
+  if (due) due->dat->DropCached(due->offset, due->len);
 }
 
 absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
@@ -268,6 +281,7 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
     data_piece = data;
   }
   uint64_t seq;
+  std::optional<DueDrop> due;
   {
     MutexLock l(write_mu_);
     RETURN_IF_ERROR(CheckWritable(len, false));
@@ -308,7 +322,9 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
     size_ = end_;
     garbage_ = end_ - format::kSuperblockSize - live_bytes_;
     seq = appended_seq_.fetch_add(1) + 1;
+    due = std::exchange(drop_due_, std::nullopt);
   }
+  RunDueDrop(std::move(due));
   if (sync) RETURN_IF_ERROR(WaitDurable(seq));
   return res;
 }
@@ -318,6 +334,7 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
   EncodeTombstone(key, cookie, NowNs(), &needle);
   uint64_t seq;
   uint32_t freed;
+  std::optional<DueDrop> due;
   {
     MutexLock l(write_mu_);
     RETURN_IF_ERROR(CheckWritable(needle.size(), true));
@@ -346,7 +363,9 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
     size_ = end_;
     garbage_ = end_ - format::kSuperblockSize - live_bytes_;
     seq = appended_seq_.fetch_add(1) + 1;
+    due = std::exchange(drop_due_, std::nullopt);
   }
+  RunDueDrop(std::move(due));
   if (sync) RETURN_IF_ERROR(WaitDurable(seq));
   return freed;
 }

@@ -166,8 +166,19 @@ class Volume {
   // Appends needle bytes + an index record; on failure truncates both files back.
   absl::Status Append(std::string_view needle, std::string_view data_piece, std::string_view tail,
                       const IndexRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // Drop-behind of a stream of appends (see kWritebackStep in volume.cc).
-  void DropBehind(File& dat) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Drop-behind of a stream of appends (see kWritebackStep in volume.cc): starts the device
+  // on the last step, and leaves the wait for the step before it (and the dropping of its
+  // pages) in drop_due_, for the appender to run once it let go of write_mu_ (RunDueDrop).
+  void DropBehind(const std::shared_ptr<File>& dat) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // A step of the .dat written to the device whose pages are to go once it is on it.
+  struct DueDrop {
+    std::shared_ptr<File> dat;
+    uint64_t offset = 0, len = 0;
+  };
+  // Waits for the due step's writeback and drops its pages, if one is due; called without
+  // write_mu_ (the wait took the append lock for the device's time: other appends, every
+  // upload to this volume, waited behind it).
+  static void RunDueDrop(std::optional<DueDrop> due);
   // The .dat changed under the appends (opened, created, compacted): start drop-behind afresh.
   void ResetDropBehind() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) { wb_started_ = wb_dropped_ = end_; }
   absl::StatusOr<uint32_t> CookieAt(const File& file, uint64_t offset) const;
@@ -194,6 +205,7 @@ class Volume {
   // before wb_dropped_ the .dat's pages were dropped (or never counted).
   uint64_t wb_started_ ABSL_GUARDED_BY(write_mu_) = 0;
   uint64_t wb_dropped_ ABSL_GUARDED_BY(write_mu_) = 0;
+  std::optional<DueDrop> drop_due_ ABSL_GUARDED_BY(write_mu_);  // taken by the appender
   Superblock superblock_ ABSL_GUARDED_BY(write_mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(write_mu_) = 0;  // needle bytes of live needles
   bool destroyed_ ABSL_GUARDED_BY(write_mu_) = false;

@@ -1,11 +1,13 @@
 // Fault injection: a full disk in the middle of an append, short writes, failed syncs, and
 // group commit (counted through the Env).
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "shared/mutex.h"
 #include "shared/status.h"
 #include "volume/store/fault_env.h"
 #include "volume/store/test_util.h"
@@ -179,4 +181,67 @@ TEST_CASE("Sync makes lazy writes durable with one fdatasync, and none when noth
   REQUIRE((*v)->Sync().ok());
   CHECK(env.data_syncs() == s + 1);
   CheckIntact(**v, 1, 22);
+}
+
+TEST_CASE("an append waiting for the device to write a step behind it holds no other append up") {
+  // Drop-behind: every 8 MiB appended, the step before goes out of the page cache once the
+  // device wrote it. That wait ran under the append lock, so every upload to the volume
+  // waited for the device behind the one append that crossed the step.
+  TempDir dir;
+  FaultEnv env;
+  auto v = Volume::Create(Opts(dir, &env));
+  REQUIRE(v.ok());
+  kelp::Mutex mu;
+  kelp::CondVar cv;
+  bool held = false, release = false;
+  env.SetDropHook([&] {
+    kelp::MutexLock lock(mu);
+    held = true;
+    cv.NotifyAll();
+    while (!release) cv.Wait(lock);
+  });
+  // 1 MiB needles: the one that ends the second 8 MiB step waits for the first step.
+  std::atomic<uint64_t> written{0};
+  std::thread appender([&] {
+    for (uint64_t k = 1; k <= 20; ++k) {
+      if (!(*v)->Write(k, 7, RandomBlob(k, 1 << 20)).ok()) break;
+      written.store(k);
+    }
+  });
+  {
+    kelp::MutexLock lock(mu);
+    while (!held) cv.Wait(lock);
+  }
+  const uint64_t before = written.load();
+  // Another writer's append, and a delete, complete while the first one waits on the device
+  // (before, they waited for it: the bounded wait below then ran out).
+  bool other_done = false, other_ok = false;
+  std::thread other([&] {
+    bool ok = (*v)->Write(100, 7, RandomBlob(100, 4096)).ok() && (*v)->Delete(100, 7, false).ok();
+    kelp::MutexLock lock(mu);
+    other_ok = ok;
+    other_done = true;
+    cv.NotifyAll();
+  });
+  {
+    kelp::MutexLock lock(mu);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!other_done && cv.WaitUntil(lock, deadline)) {
+    }
+    CHECK(other_done);
+    CHECK(other_ok);
+    CHECK(written.load() == before);  // the appender is still held
+    release = true;
+    cv.NotifyAll();
+  }
+  env.SetDropHook(nullptr);
+  other.join();
+  appender.join();
+  REQUIRE(written.load() == 20);
+  std::string buf;
+  for (uint64_t k = 1; k <= 20; ++k) {
+    auto n = (*v)->Read(k, 7, &buf);
+    REQUIRE(n.ok());
+    REQUIRE(n->data == RandomBlob(k, 1 << 20));
+  }
 }
