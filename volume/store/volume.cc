@@ -228,15 +228,8 @@ void Volume::DropBehind(const std::shared_ptr<File>& dat) {
   if (wb_started_ > end_ || wb_dropped_ > wb_started_) ResetDropBehind();  // cut back by a failure
   if (end_ - wb_started_ < kWritebackStep) return;
   dat->StartWriteback(wb_started_, end_ - wb_started_);
-  if (wb_started_ > wb_dropped_) {
-    const uint64_t len = wb_started_ - wb_dropped_;
-    if (drop_due_ && drop_due_->dat == dat && drop_due_->offset + drop_due_->len == wb_dropped_) {
-      drop_due_->len += len;  // the appender before did not take its step yet
-    } else {
-      RunDueDrop(std::exchange(drop_due_, std::nullopt));  // (not expected) in order
-      drop_due_ = DueDrop{dat, wb_dropped_, len};
-    }
-  }
+  // Empty here: Write and Delete take it in the locked block that called Append.
+  if (wb_started_ > wb_dropped_) drop_due_ = DueDrop{dat, wb_dropped_, wb_started_ - wb_dropped_};
   wb_dropped_ = wb_started_;
   wb_started_ = end_;
 }
