@@ -111,6 +111,7 @@ int MountMain(int argc, char** argv) {
   uo.allow_others = opts.allow_others;
   uo.writeback_cache = opts.writeback_cache;
   uo.kill_priv_v2 = opts.kill_priv_v2;
+  uo.uring = opts.fuse_uring;
   uo.debug = opts.debug;
   uo.max_threads = opts.max_threads;
   uo.busy_poll = std::chrono::microseconds(opts.fuse_busy_poll_us);

@@ -64,6 +64,9 @@ struct MountOptions {
   bool writeback_cache = false;
   // The mount clears suid/sgid itself (FUSE_HANDLE_KILLPRIV_V2; see mount/fuse/raw_io.h). Default: true.
   bool kill_priv_v2 = true;
+  // FUSE requests over io_uring when the kernel offers it (Linux 6.14+, fuse module parameter
+  // enable_uring; mount/fuse/uring_loop.h). Default: true.
+  bool fuse_uring = true;
   // FUSE worker threads at most. Default: 16.
   int max_threads = 16;
   // How long the thread reading the FUSE device polls it for the next request before it

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ccache
   librocksdb-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libxxhash-dev libfmt-dev libspdlog-dev libboost-dev catch2 nlohmann-json3-dev
-  libfuse3-dev fuse3 curl attr psmisc procps python3
+  libfuse3-dev fuse3 liburing-dev curl attr psmisc procps python3
   # the fault tests: small loop-mounted ext4 file systems (mkfs.ext4, losetup)
   e2fsprogs util-linux mount
   libpq-dev postgresql-15

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/mount.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,32 @@ int ConnectionId(const std::string& path) {
   }
   std::fclose(f);
   return id;
+}
+
+// FUSE over io_uring is off in the kernel unless the fuse module's enable_uring parameter is
+// set (it is read when a connection starts). The mount sets it when it runs as root: it lets
+// filesystems that ask for the ring have it, and changes nothing for those that do not.
+void EnableKernelUring() {
+  const char* path = "/sys/module/fuse/parameters/enable_uring";
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return;  // a kernel without it (before 6.14)
+  int c = std::fgetc(f);
+  std::fclose(f);
+  if (c == 'Y' || c == '1') return;
+  f = std::fopen(path, "w");
+  bool set = f != nullptr;
+  if (f != nullptr) {
+    set = std::fputs("Y", f) >= 0;
+    set = std::fclose(f) == 0 && set;  // the kernel answers the write at the flush
+  }
+  if (!set) {
+    spdlog::info(
+        "FUSE over io_uring is off in the kernel ({} is N, and only root may set it): /dev/fuse "
+        "alone",
+        path);
+    return;
+  }
+  spdlog::info("turned on FUSE over io_uring in the kernel ({}=Y)", path);
 }
 
 void AbortConnection(int id) {
@@ -140,6 +167,10 @@ FuseServer::FuseServer(Filesystem* fs, FuseOptions options) : fs_(fs), opts_(std
   ctx_.debug = opts_.debug;
   ctx_.writeback_cache = opts_.writeback_cache;
   ctx_.raw.want_killpriv_v2 = opts_.kill_priv_v2;
+  ctx_.raw.want_uring = opts_.uring;
+  ctx_.raw.on_uring = [this](uint32_t max_write, uint32_t max_pages) {
+    StartUring(max_write, max_pages);
+  };
 }
 
 FuseServer::~FuseServer() {
@@ -169,6 +200,7 @@ absl::Status FuseServer::Mount() {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   fuse_args fargs = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  if (opts_.uring) EnableKernelUring();
   se_ = fuse_session_new(&fargs, &ops, sizeof ops, &ctx_);
   fuse_opt_free_args(&fargs);
   if (se_ == nullptr) return absl::InternalError("cannot create the FUSE session (see the message above)");
@@ -191,6 +223,7 @@ void FuseServer::Start(std::function<void()> on_exit) {
                     [fs = fs_] { return fs->BackgroundBusy(); });
     int rc = loop.Run();
     if (rc != 0) spdlog::info("FUSE loop ended: {}", strerror(-rc));
+    StopUring();  // the connection ended: nothing comes over the ring any more
     running_ = false;
     if (on_exit) on_exit();
   });
@@ -209,6 +242,31 @@ void FuseServer::Unmount() {
   for (int i = 0; i < 30 && running_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   if (running_ && conn_id_ >= 0) AbortConnection(conn_id_);
   if (loop_.joinable()) loop_.join();
+}
+
+void FuseServer::StartUring(uint32_t max_write, uint32_t max_pages) {
+  UringLoop::Options o;
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  o.threads_per_queue = std::max(1, opts_.max_threads / std::max(1, cpus));
+  o.payload_size =
+      std::max<size_t>({size_t{8192}, max_write, static_cast<size_t>(max_pages) * 4096});
+  absl::StatusOr<std::unique_ptr<UringLoop>> loop = UringLoop::Start(se_, fuse_session_fd(se_), o);
+  if (!loop.ok()) {
+    spdlog::warn("FUSE requests stay on /dev/fuse: {}", loop.status().message());
+    return;
+  }
+  spdlog::info("FUSE requests over io_uring: {} threads a CPU", o.threads_per_queue);
+  MutexLock lock(uring_mu_);
+  uring_ = *std::move(loop);
+}
+
+void FuseServer::StopUring() {
+  std::unique_ptr<UringLoop> loop;
+  {
+    MutexLock lock(uring_mu_);
+    loop = std::move(uring_);
+  }
+  if (loop) loop->Stop();
 }
 
 void FuseServer::InvalidateInode(uint64_t ino, bool data) {

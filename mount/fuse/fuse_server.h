@@ -16,9 +16,12 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "mount/core/filesystem.h"
 #include "mount/fuse/fuse_context.h"
+#include "mount/fuse/uring_loop.h"
+#include "shared/mutex.h"
 
 namespace kelp::mount::fuse {
 
@@ -29,6 +32,8 @@ struct FuseOptions {
   bool allow_others = false;
   bool writeback_cache = false;
   bool kill_priv_v2 = true;  // see raw_io.h
+  // Requests over io_uring when the kernel offers it (uring_loop.h); else /dev/fuse alone.
+  bool uring = true;
   bool debug = false;
   int max_threads = 16;
   // How long the thread that reads the device polls it before it sleeps (DeviceLoop).
@@ -63,6 +68,11 @@ class FuseServer : public KernelNotifier {
   int conn_id_ = -1;  // /sys/fs/fuse/connections/<id>
   std::atomic<bool> running_{false};
   std::thread loop_;
+  mutable Mutex uring_mu_;
+  std::unique_ptr<UringLoop> uring_ ABSL_GUARDED_BY(uring_mu_);
+
+  void StartUring(uint32_t max_write, uint32_t max_pages);
+  void StopUring();
 };
 
 }  // namespace kelp::mount::fuse

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "mount/fuse/fuse_context.h"
+#include "mount/fuse/uring_loop.h"
 
 namespace kelp::mount::fuse {
 namespace {
@@ -29,52 +31,58 @@ ssize_t Read(int fd, void* buf, size_t len, void* userdata) {
   ssize_t n = ::read(fd, buf, len);
   t_kill_suidgid = false;
   if (n < static_cast<ssize_t>(sizeof(fuse_in_header))) return n;  // errno is read's
-  const char* p = static_cast<const char*>(buf);
+  NoteRequest(buf, static_cast<size_t>(n));
   fuse_in_header h;
-  std::memcpy(&h, p, sizeof h);
-  const char* body = p + sizeof h;
-  size_t body_len = static_cast<size_t>(n) - sizeof h;
-  switch (h.opcode) {
-    case FUSE_WRITE:
-      t_kill_suidgid = HasFlag(body, body_len, &fuse_write_in::write_flags, FUSE_WRITE_KILL_SUIDGID);
-      break;
-    case FUSE_SETATTR:
-      t_kill_suidgid = HasFlag(body, body_len, &fuse_setattr_in::valid, FATTR_KILL_SUIDGID);
-      break;
-    case FUSE_INIT: {
-      fuse_init_in in;  // the kernel's offer; older kernels send a shorter struct
-      std::memset(&in, 0, sizeof in);
-      std::memcpy(&in, body, std::min(body_len, sizeof in));
-      auto* raw = &static_cast<FuseContext*>(userdata)->raw;
-      if (raw->want_killpriv_v2 && in.major == 7 && in.minor >= 33 && (in.flags & FUSE_HANDLE_KILLPRIV_V2) != 0) {
-        raw->init_unique.store(h.unique);
-      }
-      break;
-    }
-    default:
-      break;
+  std::memcpy(&h, buf, sizeof h);
+  if (h.opcode == FUSE_INIT) {
+    fuse_init_in in;  // the kernel's offer; older kernels send a shorter struct
+    std::memset(&in, 0, sizeof in);
+    std::memcpy(&in, static_cast<const char*>(buf) + sizeof h,
+                std::min(static_cast<size_t>(n) - sizeof h, sizeof in));
+    auto* raw = &static_cast<FuseContext*>(userdata)->raw;
+    bool killpriv = raw->want_killpriv_v2 && in.major == 7 && in.minor >= 33 &&
+                    (in.flags & FUSE_HANDLE_KILLPRIV_V2) != 0;
+    bool uring = raw->want_uring && in.major == 7 && (in.flags & FUSE_INIT_EXT) != 0 &&
+                 (in.flags2 & static_cast<uint32_t>(kFuseOverIoUring >> 32)) != 0;
+    raw->add_killpriv_v2.store(killpriv);
+    raw->add_uring.store(uring);
+    if (killpriv || uring) raw->init_unique.store(h.unique);
   }
   return n;
 }
 
-// Writes one reply or notification; adds FUSE_HANDLE_KILLPRIV_V2 to the INIT reply.
+// Writes one reply or notification: to the ring entry its request came from, if it came over
+// the ring; adds the flags the mount wants to the INIT reply.
 ssize_t Writev(int fd, struct iovec* iov, int count, void* userdata) {
+  if (std::optional<ssize_t> n = UringLoop::CommitReply(iov, count)) return *n;
   auto* raw = &static_cast<FuseContext*>(userdata)->raw;
   uint64_t init = raw->init_unique.load(std::memory_order_relaxed);
+  bool start_uring = false;
+  uint32_t max_write = 0, max_pages = 0;
   if (init != 0 && count >= 2 && iov[0].iov_len >= sizeof(fuse_out_header) &&
-      iov[1].iov_len >= offsetof(fuse_init_out, flags) + sizeof(uint32_t)) {
+      iov[1].iov_len >= offsetof(fuse_init_out, flags2) + sizeof(uint32_t)) {
     fuse_out_header h;
     std::memcpy(&h, iov[0].iov_base, sizeof h);
     if (h.unique == init && h.error == 0) {
-      auto* out = static_cast<char*>(iov[1].iov_base) + offsetof(fuse_init_out, flags);
-      uint32_t flags;
-      std::memcpy(&flags, out, sizeof flags);
-      flags |= FUSE_HANDLE_KILLPRIV_V2;
-      std::memcpy(out, &flags, sizeof flags);
+      fuse_init_out out;
+      std::memset(&out, 0, sizeof out);
+      std::memcpy(&out, iov[1].iov_base, std::min(iov[1].iov_len, sizeof out));
+      if (raw->add_killpriv_v2.load()) out.flags |= FUSE_HANDLE_KILLPRIV_V2;
+      if (raw->add_uring.load() && raw->on_uring) {
+        out.flags |= FUSE_INIT_EXT;
+        out.flags2 |= static_cast<uint32_t>(kFuseOverIoUring >> 32);
+        start_uring = true;
+        max_write = out.max_write;
+        max_pages = out.max_pages;
+      }
+      std::memcpy(iov[1].iov_base, &out, std::min(iov[1].iov_len, sizeof out));
       raw->init_unique.store(0);
     }
   }
-  return ::writev(fd, iov, count);
+  ssize_t n = ::writev(fd, iov, count);
+  // The kernel took the reply (and with it the ring's flag): the ring's entries may register.
+  if (start_uring && n >= 0) raw->on_uring(max_write, max_pages);
+  return n;
 }
 
 }  // namespace
@@ -85,6 +93,26 @@ absl::Status InstallRawIo(fuse_session* se) {
   if (fd < 0) return absl::FailedPreconditionError("the FUSE session is not mounted");
   if (fuse_session_custom_io(se, &io, fd) != 0) return absl::InternalError("libfuse refused the device hook");
   return absl::OkStatus();
+}
+
+void NoteRequest(const void* msg, size_t len) {
+  t_kill_suidgid = false;
+  fuse_in_header h;
+  if (len < sizeof h) return;
+  std::memcpy(&h, msg, sizeof h);
+  const char* body = static_cast<const char*>(msg) + sizeof h;
+  size_t body_len = len - sizeof h;
+  switch (h.opcode) {
+    case FUSE_WRITE:
+      t_kill_suidgid =
+          HasFlag(body, body_len, &fuse_write_in::write_flags, FUSE_WRITE_KILL_SUIDGID);
+      break;
+    case FUSE_SETATTR:
+      t_kill_suidgid = HasFlag(body, body_len, &fuse_setattr_in::valid, FATTR_KILL_SUIDGID);
+      break;
+    default:
+      break;
+  }
 }
 
 bool RequestKillsSuidGid() { return t_kill_suidgid; }

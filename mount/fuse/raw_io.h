@@ -11,6 +11,11 @@
 //   (FATTR_KILL_SUIDGID). The hook reads it from the request and keeps it for the worker thread
 //   that read the request: libfuse's loop processes a request on the thread that read it.
 //
+// - It cannot ask for FUSE-over-io-uring (uring_loop.h). The hook sets the flag in the INIT
+//   reply when the kernel offered it and the mount wants it, and once the kernel took the reply
+//   calls on_uring to start the ring; a reply to a request that came over the ring is committed
+//   there instead of written to /dev/fuse.
+//
 // Thread-safety: the hooks run on any FUSE worker thread; RequestKillsSuidGid is per thread.
 #pragma once
 
@@ -18,7 +23,9 @@
 #include <fuse_lowlevel.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 
@@ -26,12 +33,22 @@ namespace kelp::mount::fuse {
 
 struct RawIoState {
   bool want_killpriv_v2 = true;
-  std::atomic<uint64_t> init_unique{0};  // the INIT request whose reply gets the flag; 0: none
+  bool want_uring = false;
+  // Called once the kernel took an INIT reply that asked for the ring, with the reply's
+  // max_write and max_pages (they bound the ring's payload buffers).
+  std::function<void(uint32_t max_write, uint32_t max_pages)> on_uring;
+  std::atomic<uint64_t> init_unique{0};  // the INIT request whose reply gets flags; 0: none
+  std::atomic<bool> add_killpriv_v2{false};
+  std::atomic<bool> add_uring{false};
 };
 
 // Installs the hook on a mounted session (after fuse_session_mount, before the loop starts). Its
 // state is the session's FuseContext::raw.
 absl::Status InstallRawIo(fuse_session* se);
+
+// Notes what the hooks keep of a request the calling thread is about to run (msg: as /dev/fuse
+// delivers it): the ring's threads call it for the requests they rebuild.
+void NoteRequest(const void* msg, size_t len);
 
 // Whether the request this thread is processing asks the filesystem to clear the suid and sgid
 // bits (the kernel sets it for a write or truncate by a process without CAP_FSETID, and for a

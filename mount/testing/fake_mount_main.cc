@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <string_view>
 
 #include "mount/core/filesystem.h"
 #include "mount/fuse/fuse_server.h"
@@ -16,11 +17,22 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: kelp_fake_mount DIR [debug]\n");
+    std::fprintf(stderr, "usage: kelp_fake_mount DIR [debug] [nouring]\n");
     return 2;
   }
   kelp::BlockTerminationSignals();
-  bool debug = argc > 2;
+  bool debug = false, uring = true;
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "debug") {
+      debug = true;
+    } else if (a == "nouring") {
+      uring = false;  // /dev/fuse alone
+    } else {
+      std::fprintf(stderr, "kelp_fake_mount: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
   kelp::InitLogging(debug ? "debug" : "info");
   kelp::mount::TestFiler filer;
   kelp::mount::FakeBlobStore blobs;
@@ -35,6 +47,7 @@ int main(int argc, char** argv) {
   kelp::mount::fuse::FuseOptions uo;
   uo.mountpoint = argv[1];
   uo.debug = debug;
+  uo.uring = uring;
   uo.allow_others = true;
   kelp::mount::fuse::FuseServer server(&fs, uo);
   if (auto s = server.Mount(); !s.ok()) {

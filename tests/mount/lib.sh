@@ -77,7 +77,8 @@ do_mount() {
   local dir=$1; shift
   mkdir -p "$dir"
   if [ -n "$FAKE" ]; then
-    "$FAKE" "$dir" >>"$T/mount.log" 2>&1 &
+    # shellcheck disable=SC2086  # FAKE_ARGS is a list of words
+    "$FAKE" "$dir" ${FAKE_ARGS:-} >>"$T/mount.log" 2>&1 &
   else
     # shellcheck disable=SC2086  # MOUNT_FLAGS is a list of flags
     "$KELP" mount -dir="$dir" -filer="127.0.0.1:$FP" $MOUNT_FLAGS "$@" >>"$T/mount.log" 2>&1 &

@@ -283,9 +283,12 @@ test_suid_cleared() {
 
 # ---- run ----
 if [ -n "$FAKE" ]; then
+  FAKE_ARGS=nouring  # /dev/fuse alone: the real mount below takes the ring where the kernel has it
   M=$T/mnt; do_mount "$M"
   for c in shell_ops random_writes append_two_writers unlink_while_open rename_over_open large_sparse \
            mmap_write xattr_statfs_fifo locks non_root suid_cleared; do check "$c"; done
+  test_dev_fuse_alone() { ! grep -q "over io_uring:" "$T/mount.log"; }
+  check dev_fuse_alone
   echo "# passed $PASSED, failed $FAILED"
   [ "$FAILED" = 0 ]
   exit
@@ -294,7 +297,8 @@ fi
 [ -x "$KELP" ] || { echo "usage: $0 KELP_BINARY"; exit 2; }
 case "$("$KELP" volume -h 2>&1)" in *"not built yet"*) echo "# skip: kelp volume not built yet"; exit 77 ;; esac
 start_servers
-M=$T/mnt; do_mount "$M" -allowOthers
+MMP=$(free_port)
+M=$T/mnt; do_mount "$M" -allowOthers -metricsPort="$MMP"
 
 # fsync(2) is durable, close(2) is not made durable (issue 4: honest but fast). Runs first:
 # nothing has been deleted yet, so no tombstone of the filer's chunk GC lands in a volume while
@@ -336,6 +340,23 @@ check fsync_durable
 
 for c in shell_ops random_writes append_two_writers unlink_while_open rename_over_open large_sparse \
          mmap_write xattr_statfs_fifo locks non_root suid_cleared; do check "$c"; done
+
+# FUSE over io_uring (mount/fuse/uring_loop.h): on a kernel that has it (6.14 and later) the
+# mount, run as root, turns it on, and the requests of the checks above came over the ring
+# (the fake mount's run of the same checks keeps /dev/fuse alone).
+test_fuse_uring() {
+  local p=/sys/module/fuse/parameters/enable_uring n
+  if [ ! -e "$p" ]; then echo "this kernel has no FUSE over io_uring: nothing to check"; return 0; fi
+  expect "$p" "$(cat "$p")" Y
+  n=$(metric "127.0.0.1:$MMP" kelp_mount_fuse_uring_requests_total)
+  echo "requests over the ring: $n"
+  test "$n" -gt 10000
+  # a stat through the ring moves the counter
+  stat . >/dev/null
+  ls -la >/dev/null
+  test "$(metric "127.0.0.1:$MMP" kelp_mount_fuse_uring_requests_total)" -gt "$n"
+}
+check fuse_uring
 
 test_remount_byte_exact() {
   mkdir keep
