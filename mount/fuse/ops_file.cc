@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "mount/fuse/fuse_context.h"
+#include "mount/fuse/uring_loop.h"
 
 namespace kelp::mount::fuse {
 namespace {
@@ -50,10 +51,16 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
 void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
   Guarded(req, "read", [&] {
     FuseContext& c = *Ctx(req);
-    std::unique_ptr<char[]> buf(new char[size > 0 ? size : 1]);
-    auto n = c.fs->Read(fi->fh, static_cast<uint64_t>(off), size, buf.get());
+    // Over the ring, the bytes go straight into the entry the reply is committed from.
+    char* dst = UringLoop::ReplyBuffer(size);
+    std::unique_ptr<char[]> own;
+    if (dst == nullptr) {
+      own.reset(new char[size > 0 ? size : 1]);
+      dst = own.get();
+    }
+    auto n = c.fs->Read(fi->fh, static_cast<uint64_t>(off), size, dst);
     if (!n.ok()) return ReplyStatus(req, n.status(), "read");
-    fuse_reply_buf(req, buf.get(), *n);
+    fuse_reply_buf(req, dst, *n);
   });
 }
 

@@ -166,6 +166,10 @@ class UringLoop::Queue {
     }
   }
 
+  char* ReplyBuffer(size_t size) {
+    return replied_ || size > payload_size_ ? nullptr : buf_ + kHeadroom;
+  }
+
   void Stop() {
     uint64_t one = 1;
     if (event_fd_ >= 0) (void)!::write(event_fd_, &one, sizeof one);
@@ -186,7 +190,8 @@ class UringLoop::Queue {
     } else {
       char* to = buf_ + kHeadroom;
       for (int i = 1; i < count; ++i) {
-        std::memmove(to, iov[i].iov_base, iov[i].iov_len);
+        if (iov[i].iov_base != to)
+          std::memmove(to, iov[i].iov_base, iov[i].iov_len);  // else built in place
         to += iov[i].iov_len;
       }
     }
@@ -348,6 +353,11 @@ std::optional<ssize_t> UringLoop::CommitReply(const iovec* iov, int count) {
   Queue* q = Queue::current();
   if (q == nullptr) return std::nullopt;
   return q->Commit(iov, count);
+}
+
+char* UringLoop::ReplyBuffer(size_t size) {
+  Queue* q = Queue::current();
+  return q == nullptr ? nullptr : q->ReplyBuffer(size);
 }
 
 }  // namespace kelp::mount::fuse

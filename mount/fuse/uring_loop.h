@@ -68,6 +68,11 @@ class UringLoop {
   // nullopt (the reply goes to /dev/fuse).
   static std::optional<ssize_t> CommitReply(const struct iovec* iov, int count);
 
+  // Where a reply of up to size bytes to the request the calling thread runs from a ring
+  // entry may be built in place (the entry's payload buffer: the commit then copies nothing),
+  // or null (not a ring request, or too large). Valid until the reply.
+  static char* ReplyBuffer(size_t size);
+
   class Queue;  // one thread's ring and entry (uring_loop.cc)
 
  private:
