@@ -317,14 +317,19 @@ absl::StatusOr<std::unique_ptr<UringLoop>> UringLoop::Start(fuse_session* se, in
       loop->queues_.push_back(std::make_unique<Queue>(se, fd, q, options.payload_size, requests));
     }
   }
+  // Every thread sets up its ring first; they register their entries only when all could:
+  // the kernel moves to the ring once every CPU's queue has an entry, and an entry that then
+  // went away would leave its queue's requests waiting.
   std::vector<std::future<absl::Status>> ready;
+  std::promise<bool> go;
+  std::shared_future<bool> all_ready = go.get_future().share();
   for (auto& q : loop->queues_) {
     auto started = std::make_shared<std::promise<absl::Status>>();
     ready.push_back(started->get_future());
-    loop->threads_.emplace_back([queue = q.get(), started] {
+    loop->threads_.emplace_back([queue = q.get(), started, all_ready] {
       absl::Status s = queue->Init();
       started->set_value(s);
-      if (s.ok()) queue->Run();
+      if (s.ok() && all_ready.get()) queue->Run();
     });
   }
   absl::Status first;
@@ -332,6 +337,7 @@ absl::StatusOr<std::unique_ptr<UringLoop>> UringLoop::Start(fuse_session* se, in
     absl::Status s = f.get();
     if (!s.ok() && first.ok()) first = s;
   }
+  go.set_value(first.ok());
   if (!first.ok()) {
     loop->Stop();
     return first;
