@@ -56,28 +56,26 @@ constexpr size_t kHeadroom = kPage;
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-// The kernel keeps a queue per possible CPU and needs an entry in each before it uses the ring.
-int PossibleCpus() {
-  FILE* f = std::fopen("/sys/devices/system/cpu/possible", "r");
-  int last = -1;
-  if (f != nullptr) {
-    char line[256];
-    if (std::fgets(line, sizeof line, f)) {
-      // "0-1", "0", or "0-3,8-11": the highest number is the last one in the line.
-      for (char* p = line; *p;) {
-        char* end;
-        long v = std::strtol(p, &end, 10);
-        if (end == p) {
-          ++p;
-          continue;
-        }
-        last = static_cast<int>(v);
-        p = end;
-      }
+// The CPUs of a kernel CPU list file ("0-1", "0", "0-3,8-11"); empty when it cannot be read.
+std::vector<bool> CpuList(const char* path) {
+  std::vector<bool> cpus;
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return cpus;
+  char line[1024];
+  if (std::fgets(line, sizeof line, f)) {
+    for (char* p = line; *p >= '0' && *p <= '9';) {
+      char* end;
+      long first = std::strtol(p, &end, 10);
+      long last = first;
+      if (*end == '-') last = std::strtol(end + 1, &end, 10);
+      if (first < 0 || last < first || last >= 65536) break;
+      if (cpus.size() <= static_cast<size_t>(last)) cpus.resize(last + 1, false);
+      for (long c = first; c <= last; ++c) cpus[c] = true;
+      p = *end == ',' ? end + 1 : end;
     }
-    std::fclose(f);
   }
-  return last >= 0 ? last + 1 : static_cast<int>(sysconf(_SC_NPROCESSORS_CONF));
+  std::fclose(f);
+  return cpus;
 }
 
 }  // namespace
@@ -307,14 +305,21 @@ class UringLoop::Queue {
 absl::StatusOr<std::unique_ptr<UringLoop>> UringLoop::Start(fuse_session* se, int fd,
                                                             Options options) {
   std::unique_ptr<UringLoop> loop(new UringLoop());
-  const int cpus = PossibleCpus();
+  // The kernel keeps a queue per possible CPU and moves to the ring only once each has an
+  // entry: a CPU that is not online gets one thread, never busy until it comes online.
+  std::vector<bool> possible = CpuList("/sys/devices/system/cpu/possible");
+  std::vector<bool> online = CpuList("/sys/devices/system/cpu/online");
+  if (possible.empty()) possible.assign(static_cast<size_t>(sysconf(_SC_NPROCESSORS_CONF)), true);
   const int per_queue = options.threads_per_queue < 1 ? 1 : options.threads_per_queue;
   Counter* requests = MetricsRegistry::Default().GetCounter(
       "kelp_mount_fuse_uring_requests_total",
       "FUSE requests that came over io_uring (the others came over /dev/fuse)");
-  for (int q = 0; q < cpus; ++q) {
-    for (int t = 0; t < per_queue; ++t) {
-      loop->queues_.push_back(std::make_unique<Queue>(se, fd, q, options.payload_size, requests));
+  for (size_t q = 0; q < possible.size(); ++q) {
+    if (!possible[q]) continue;
+    const bool up = online.empty() || (q < online.size() && online[q]);
+    for (int t = 0; t < (up ? per_queue : 1); ++t) {
+      loop->queues_.push_back(
+          std::make_unique<Queue>(se, fd, static_cast<int>(q), options.payload_size, requests));
     }
   }
   // Every thread sets up its ring first; they register their entries only when all could:
