@@ -59,11 +59,17 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("killPrivV2", &o.kill_priv_v2,
             "the mount clears suid/sgid on write, truncate and chown (FUSE_HANDLE_KILLPRIV_V2), so the kernel "
             "does not ask for security.capability before every write");
-  flags.Add("fuseUring", &o.fuse_uring,
-            "FUSE requests over io_uring when the kernel offers it (Linux 6.14 and later, with "
-            "/sys/module/fuse/parameters/enable_uring set to Y): each request is served on the CPU "
-            "of the program that made it");
-  flags.Add("maxThreads", &o.max_threads, "FUSE worker threads at most");
+  flags.Add(
+      "fuseUring", &o.fuse_uring,
+      "FUSE requests over io_uring when the kernel offers it (Linux 6.14 and later): each request "
+      "is served on the CPU of the program that made it. Run as root, the mount sets the fuse "
+      "module's parameter /sys/module/fuse/parameters/enable_uring to Y (system-wide, and left "
+      "so); "
+      "false = /dev/fuse alone, and the parameter untouched");
+  flags.Add(
+      "maxThreads", &o.max_threads,
+      "FUSE worker threads at most: those reading /dev/fuse, and over io_uring as many again, "
+      "-maxThreads / CPUs (at least 2) on each CPU");
   flags.Add(
       "fuseBusyPollMicros", &o.fuse_busy_poll_us,
       "after each request the thread reading the FUSE device polls it this long, in microseconds, "

@@ -64,10 +64,12 @@ struct MountOptions {
   bool writeback_cache = false;
   // The mount clears suid/sgid itself (FUSE_HANDLE_KILLPRIV_V2; see mount/fuse/raw_io.h). Default: true.
   bool kill_priv_v2 = true;
-  // FUSE requests over io_uring when the kernel offers it (Linux 6.14+, fuse module parameter
-  // enable_uring; mount/fuse/uring_loop.h). Default: true.
+  // FUSE requests over io_uring when the kernel offers it (Linux 6.14+; mount/fuse/uring_loop.h).
+  // Run as root, the mount sets the fuse module's parameter enable_uring (system-wide).
+  // Default: true.
   bool fuse_uring = true;
-  // FUSE worker threads at most. Default: 16.
+  // FUSE worker threads at most (reading /dev/fuse; over io_uring as many again, this / CPUs
+  // and at least 2 on each CPU). Default: 16.
   int max_threads = 16;
   // How long the thread reading the FUSE device polls it for the next request before it
   // sleeps, in microseconds; 0 = it sleeps at once. Default: 30.

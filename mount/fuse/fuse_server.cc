@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/mount.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -168,9 +169,10 @@ FuseServer::FuseServer(Filesystem* fs, FuseOptions options) : fs_(fs), opts_(std
   ctx_.writeback_cache = opts_.writeback_cache;
   ctx_.raw.want_killpriv_v2 = opts_.kill_priv_v2;
   ctx_.raw.want_uring = opts_.uring;
-  ctx_.raw.on_uring = [this](uint32_t max_write, uint32_t max_pages) {
-    StartUring(max_write, max_pages);
+  ctx_.raw.prepare_uring = [this](uint32_t max_write, uint32_t max_pages) {
+    return PrepareUring(max_write, max_pages);
   };
+  ctx_.raw.start_uring = [this](bool taken) { StartUring(taken); };
 }
 
 FuseServer::~FuseServer() {
@@ -244,20 +246,38 @@ void FuseServer::Unmount() {
   if (loop_.joinable()) loop_.join();
 }
 
-void FuseServer::StartUring(uint32_t max_write, uint32_t max_pages) {
+bool FuseServer::PrepareUring(uint32_t max_write, uint32_t max_pages) {
   UringLoop::Options o;
   int cpus = static_cast<int>(std::thread::hardware_concurrency());
-  o.threads_per_queue = std::max(1, opts_.max_threads / std::max(1, cpus));
-  o.payload_size =
-      std::max<size_t>({size_t{8192}, max_write, static_cast<size_t>(max_pages) * 4096});
-  absl::StatusOr<std::unique_ptr<UringLoop>> loop = UringLoop::Start(se_, fuse_session_fd(se_), o);
+  // At least two a CPU: the kernel never moves a request to another CPU's queue, so one
+  // request that waits would hold every request made on its CPU.
+  o.threads_per_queue = std::max(2, opts_.max_threads / std::max(1, cpus));
+  o.payload_size = std::max<size_t>(
+      {size_t{8192}, max_write,
+       static_cast<size_t>(max_pages) * static_cast<size_t>(sysconf(_SC_PAGESIZE))});
+  absl::StatusOr<std::unique_ptr<UringLoop>> loop =
+      UringLoop::Prepare(se_, fuse_session_fd(se_), o);
   if (!loop.ok()) {
     spdlog::warn("FUSE requests stay on /dev/fuse: {}", loop.status().message());
-    return;
+    return false;
   }
-  spdlog::info("FUSE requests over io_uring: {} threads a CPU", o.threads_per_queue);
   MutexLock lock(uring_mu_);
   uring_ = *std::move(loop);
+  uring_threads_ = o.threads_per_queue;
+  return true;
+}
+
+void FuseServer::StartUring(bool taken) {
+  {
+    MutexLock lock(uring_mu_);
+    if (!uring_) return;
+    uring_->Go(taken);
+    if (taken) {
+      spdlog::info("FUSE requests over io_uring: {} threads a CPU", uring_threads_);
+      return;
+    }
+  }
+  StopUring();
 }
 
 void FuseServer::StopUring() {

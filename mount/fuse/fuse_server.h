@@ -32,7 +32,8 @@ struct FuseOptions {
   bool allow_others = false;
   bool writeback_cache = false;
   bool kill_priv_v2 = true;  // see raw_io.h
-  // Requests over io_uring when the kernel offers it (uring_loop.h); else /dev/fuse alone.
+  // Requests over io_uring when the kernel offers it (uring_loop.h); else /dev/fuse alone. Run as
+  // root, Mount() also sets the fuse module's enable_uring parameter (system-wide). Default: true.
   bool uring = true;
   bool debug = false;
   int max_threads = 16;
@@ -70,8 +71,11 @@ class FuseServer : public KernelNotifier {
   std::thread loop_;
   mutable Mutex uring_mu_;
   std::unique_ptr<UringLoop> uring_ ABSL_GUARDED_BY(uring_mu_);
+  int uring_threads_ ABSL_GUARDED_BY(uring_mu_) = 0;
 
-  void StartUring(uint32_t max_write, uint32_t max_pages);
+  // The device hook's calls around the INIT reply (raw_io.h).
+  bool PrepareUring(uint32_t max_write, uint32_t max_pages);
+  void StartUring(bool taken);
   void StopUring();
 };
 

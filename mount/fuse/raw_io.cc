@@ -43,7 +43,7 @@ ssize_t Read(int fd, void* buf, size_t len, void* userdata) {
     bool killpriv = raw->want_killpriv_v2 && in.major == 7 && in.minor >= 33 &&
                     (in.flags & FUSE_HANDLE_KILLPRIV_V2) != 0;
     bool uring = raw->want_uring && in.major == 7 && (in.flags & FUSE_INIT_EXT) != 0 &&
-                 (in.flags2 & static_cast<uint32_t>(kFuseOverIoUring >> 32)) != 0;
+                 (in.flags2 & static_cast<uint32_t>(uring_abi::kFuseOverIoUring >> 32)) != 0;
     raw->add_killpriv_v2.store(killpriv);
     raw->add_uring.store(uring);
     if (killpriv || uring) raw->init_unique.store(h.unique);
@@ -57,8 +57,7 @@ ssize_t Writev(int fd, struct iovec* iov, int count, void* userdata) {
   if (std::optional<ssize_t> n = UringLoop::CommitReply(iov, count)) return *n;
   auto* raw = &static_cast<FuseContext*>(userdata)->raw;
   uint64_t init = raw->init_unique.load(std::memory_order_relaxed);
-  bool start_uring = false;
-  uint32_t max_write = 0, max_pages = 0;
+  bool asked_uring = false;
   if (init != 0 && count >= 2 && iov[0].iov_len >= sizeof(fuse_out_header) &&
       iov[1].iov_len >= offsetof(fuse_init_out, flags2) + sizeof(uint32_t)) {
     fuse_out_header h;
@@ -68,12 +67,13 @@ ssize_t Writev(int fd, struct iovec* iov, int count, void* userdata) {
       std::memset(&out, 0, sizeof out);
       std::memcpy(&out, iov[1].iov_base, std::min(iov[1].iov_len, sizeof out));
       if (raw->add_killpriv_v2.load()) out.flags |= FUSE_HANDLE_KILLPRIV_V2;
-      if (raw->add_uring.load() && raw->on_uring) {
+      // The kernel holds every request once it took a reply asking for the ring, until each
+      // CPU's queue has an entry: ask only when the rings are there.
+      if (raw->add_uring.load() && raw->prepare_uring && raw->start_uring &&
+          raw->prepare_uring(out.max_write, out.max_pages)) {
         out.flags |= FUSE_INIT_EXT;
-        out.flags2 |= static_cast<uint32_t>(kFuseOverIoUring >> 32);
-        start_uring = true;
-        max_write = out.max_write;
-        max_pages = out.max_pages;
+        out.flags2 |= static_cast<uint32_t>(uring_abi::kFuseOverIoUring >> 32);
+        asked_uring = true;
       }
       std::memcpy(iov[1].iov_base, &out, std::min(iov[1].iov_len, sizeof out));
       raw->init_unique.store(0);
@@ -81,7 +81,11 @@ ssize_t Writev(int fd, struct iovec* iov, int count, void* userdata) {
   }
   ssize_t n = ::writev(fd, iov, count);
   // The kernel took the reply (and with it the ring's flag): the ring's entries may register.
-  if (start_uring && n >= 0) raw->on_uring(max_write, max_pages);
+  if (asked_uring) {
+    int err = errno;
+    raw->start_uring(n >= 0);
+    errno = err;
+  }
   return n;
 }
 

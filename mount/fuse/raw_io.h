@@ -12,9 +12,9 @@
 //   that read the request: libfuse's loop processes a request on the thread that read it.
 //
 // - It cannot ask for FUSE-over-io-uring (uring_loop.h). The hook sets the flag in the INIT
-//   reply when the kernel offered it and the mount wants it, and once the kernel took the reply
-//   calls on_uring to start the ring; a reply to a request that came over the ring is committed
-//   there instead of written to /dev/fuse.
+//   reply when the kernel offered it, the mount wants it and its rings could be set up
+//   (prepare_uring), and once the kernel took the reply lets them start (start_uring); a reply
+//   to a request that came over the ring is committed there instead of written to /dev/fuse.
 //
 // Thread-safety: the hooks run on any FUSE worker thread; RequestKillsSuidGid is per thread.
 #pragma once
@@ -34,9 +34,11 @@ namespace kelp::mount::fuse {
 struct RawIoState {
   bool want_killpriv_v2 = true;
   bool want_uring = false;
-  // Called once the kernel took an INIT reply that asked for the ring, with the reply's
-  // max_write and max_pages (they bound the ring's payload buffers).
-  std::function<void(uint32_t max_write, uint32_t max_pages)> on_uring;
+  // Sets up the ring before the INIT reply asks for it, with the reply's max_write and
+  // max_pages (they bound the ring's payload buffers); false: the reply does not ask.
+  std::function<bool(uint32_t max_write, uint32_t max_pages)> prepare_uring;
+  // After the INIT reply that asked for the ring was written: taken = the kernel took it.
+  std::function<void(bool taken)> start_uring;
   std::atomic<uint64_t> init_unique{0};  // the INIT request whose reply gets flags; 0: none
   std::atomic<bool> add_killpriv_v2{false};
   std::atomic<bool> add_uring{false};

@@ -1,10 +1,20 @@
-// kelp_fake_mount DIR: mounts an in-memory filer (the real namespace core on the memory store,
-// in this process) and an in-memory blob store at DIR, for testing the FUSE layer without
-// servers. Runs until SIGINT/SIGTERM or an unmount; the data dies with it.
+// kelp_fake_mount DIR [debug] [nouring] [denyiouring]: mounts an in-memory filer (the real
+// namespace core on the memory store, in this process) and an in-memory blob store at DIR, for
+// testing the FUSE layer without servers. Runs until SIGINT/SIGTERM or an unmount; the data
+// dies with it. nouring: /dev/fuse alone. denyiouring: the process may not set up an io_uring
+// (a seccomp filter answers io_uring_setup EPERM, as container runtimes' default profiles do),
+// so the mount that wants the ring must stay on /dev/fuse.
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <string_view>
 
@@ -15,9 +25,28 @@
 #include "shared/log.h"
 #include "shared/signals.h"
 
+namespace {
+
+bool DenyIoUringSetup() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog = {static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: kelp_fake_mount DIR [debug] [nouring]\n");
+    std::fprintf(stderr, "usage: kelp_fake_mount DIR [debug] [nouring] [denyiouring]\n");
     return 2;
   }
   kelp::BlockTerminationSignals();
@@ -28,6 +57,11 @@ int main(int argc, char** argv) {
       debug = true;
     } else if (a == "nouring") {
       uring = false;  // /dev/fuse alone
+    } else if (a == "denyiouring") {
+      if (!DenyIoUringSetup()) {
+        std::perror("kelp_fake_mount: seccomp");
+        return 1;
+      }
     } else {
       std::fprintf(stderr, "kelp_fake_mount: unknown argument %s\n", argv[i]);
       return 2;
