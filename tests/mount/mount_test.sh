@@ -281,27 +281,29 @@ test_suid_cleared() {
   rm -rf su sgd
 }
 
+# The fake mount runs /dev/fuse alone (FAKE_ARGS=nouring below): the ring is never asked for.
+test_dev_fuse_alone() { ! grep -q "over io_uring:" "$T/mount.log"; }
+# A mount that wants the ring but may not set up an io_uring (a container's seccomp profile)
+# must not ask the kernel for it: the kernel would hold every request for a ring never there.
+test_uring_refused() {
+  if [ ! -e /sys/module/fuse/parameters/enable_uring ]; then echo "no FUSE over io_uring here"; return 0; fi
+  local m2=$T/mnt-denied
+  FAKE_ARGS=denyiouring do_mount "$m2"
+  timeout 20 bash -c "echo hi >'$m2/f'"  # bounded: the kernel held it for ever before
+  test "$(cat "$m2/f")" = hi
+  mkdir "$m2/d"
+  test "$(cd "$m2" && echo *)" = "d f"
+  grep -q "FUSE requests stay on /dev/fuse: io_uring setup" "$T/mount.log"
+  do_unmount "$m2"
+}
+
 # ---- run ----
 if [ -n "$FAKE" ]; then
   FAKE_ARGS=nouring  # /dev/fuse alone: the real mount below takes the ring where the kernel has it
   M=$T/mnt; do_mount "$M"
   for c in shell_ops random_writes append_two_writers unlink_while_open rename_over_open large_sparse \
            mmap_write xattr_statfs_fifo locks non_root suid_cleared; do check "$c"; done
-  test_dev_fuse_alone() { ! grep -q "over io_uring:" "$T/mount.log"; }
   check dev_fuse_alone
-  # A mount that wants the ring but may not set up an io_uring (a container's seccomp profile)
-  # must not ask the kernel for it: the kernel would hold every request for a ring never there.
-  test_uring_refused() {
-    if [ ! -e /sys/module/fuse/parameters/enable_uring ]; then echo "no FUSE over io_uring here"; return 0; fi
-    local m2=$T/mnt-denied
-    FAKE_ARGS=denyiouring do_mount "$m2"
-    timeout 20 bash -c "echo hi >'$m2/f'"  # bounded: the kernel held it for ever before
-    test "$(cat "$m2/f")" = hi
-    mkdir "$m2/d"
-    test "$(ls "$m2" | tr '\n' ' ')" = "d f "
-    grep -q "FUSE requests stay on /dev/fuse: io_uring setup" "$T/mount.log"
-    do_unmount "$m2"
-  }
   check uring_refused
   echo "# passed $PASSED, failed $FAILED"
   [ "$FAILED" = 0 ]
