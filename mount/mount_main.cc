@@ -59,6 +59,7 @@ int MountMain(int argc, char** argv) {
   fco.rpc_timeout = std::chrono::milliseconds(opts.rpc_timeout_ms);
   fco.connect_timeout = std::chrono::milliseconds(opts.connect_timeout_ms);
   fco.metrics_label = "mount";
+  fco.reply_poll = std::chrono::microseconds(opts.rpc_reply_poll_us);
   filer::FilerClient meta(opts.filer, fco);
   if (absl::Status s = meta.Connect(std::chrono::milliseconds(opts.connect_timeout_ms)); !s.ok()) return fail(s);
   volume::VolumeClient::Options vo;

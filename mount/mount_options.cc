@@ -77,6 +77,11 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
       "mount's own uploads, unlinks behind or read-ahead run); 0 = sleep at once");
   flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");
   flags.Add("rpcTimeoutMs", &o.rpc_timeout_ms, "timeout of one metadata RPC, in ms");
+  flags.Add(
+      "rpcReplyPollMicros", &o.rpc_reply_poll_us,
+      "a thread waiting alone for a filer reply polls the socket this long, in microseconds, "
+      "before it sleeps, for the methods whose replies lately came that quickly (not a synced "
+      "commit): the reply then needs no wake-up; 0 = sleep at once");
   flags.Add("connectTimeoutMs", &o.connect_timeout_ms, "timeout of the first connection to the filer, in ms");
   flags.Add("metricsPort", &o.metrics_port, "port of an HTTP endpoint with /metrics and /status on 127.0.0.1; 0 = none");
   flags.Add("debug", &o.debug, "log every FUSE request and debug details");
@@ -108,6 +113,9 @@ absl::Status ValidateMountOptions(MountOptions& o) {
   }
   if (o.fuse_busy_poll_us < 0 || o.fuse_busy_poll_us > 10000) {
     return absl::InvalidArgumentError("-fuseBusyPollMicros must be between 0 and 10000");
+  }
+  if (o.rpc_reply_poll_us < 0 || o.rpc_reply_poll_us > 10000) {
+    return absl::InvalidArgumentError("-rpcReplyPollMicros must be between 0 and 10000");
   }
   if (o.max_threads < 1 || o.max_threads > 1024) {
     return absl::InvalidArgumentError("-maxThreads must be between 1 and 1024");

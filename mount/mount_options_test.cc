@@ -65,6 +65,14 @@ TEST_CASE("flag values out of range are clear errors naming the flag") {
         std::string::npos);
   o.fuse_busy_poll_us = 0;  // off
   CHECK(ValidateMountOptions(o).ok());
+  o.rpc_reply_poll_us = -5;
+  CHECK(std::string(ValidateMountOptions(o).message()).find("-rpcReplyPollMicros") !=
+        std::string::npos);
+  o.rpc_reply_poll_us = 20000;
+  CHECK(std::string(ValidateMountOptions(o).message()).find("-rpcReplyPollMicros") !=
+        std::string::npos);
+  o.rpc_reply_poll_us = 0;  // off
+  CHECK(ValidateMountOptions(o).ok());
   rmdir(tmpl);
 }
 

@@ -37,6 +37,7 @@ rpc::Channel::Options ChannelOptions(const FilerClientOptions& o, uint64_t clien
     return UpgradeAuthorization() + client;
   };
   c.tls = security::ClientSslCtx();
+  c.reply_poll = o.reply_poll;
   return c;
 }
 

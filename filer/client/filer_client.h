@@ -55,6 +55,9 @@ struct FilerClientOptions {
   size_t max_receive_bytes = 256 << 20;
   // Entries asked for per ReadDir page when a listing has no limit. Default: 4096.
   uint32_t readdir_page = 4096;
+  // How long a caller alone on the connection polls for a quick reply before it sleeps
+  // (rpc::Channel::Options::reply_poll). Default: 0 = never poll.
+  std::chrono::microseconds reply_poll{0};
   // Labels the client's metrics (kelp_filer_client_calls_total{client=...,method=...} and
   // kelp_filer_client_fsyncs_total{client=...,result=sent|skipped}). Default: "client".
   std::string metrics_label = "client";

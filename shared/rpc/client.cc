@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -114,6 +115,11 @@ struct PendingCall {
   bool done = false;       // the final frame came, or the call failed
   bool waiting = false;    // a thread sleeps on cv
   bool reading = false;    // its waiting thread reads the socket for everyone
+  // Channel::Options::reply_poll: until when its caller, reading alone, polls before it sleeps
+  // (set before it is registered); whether it polled, and whether the poll found bytes.
+  Clock::time_point poll_until{};
+  bool polled = false;
+  bool caught = false;
   absl::Status status;
   std::string reply;
   std::deque<std::string> items;  // stream messages not taken yet
@@ -233,11 +239,18 @@ class ClientConn {
       if (!reading_) {
         reading_ = true;
         call->reading = true;
+        // Only a call alone on the connection polls: with others in flight, a reply wakes
+        // the reader anyway, and the CPU is wanted elsewhere.
+        const Clock::time_point poll_until =
+            calls_.size() == 1 ? call->poll_until : Clock::time_point{};
         lock.Unlock();
-        absl::Status s = ReadOnce();
+        bool caught = false;
+        absl::Status s = ReadOnce(poll_until, &caught);
         lock.Lock();
         reading_ = false;
         call->reading = false;
+        if (poll_until != Clock::time_point{}) call->polled = true;
+        if (caught) call->caught = true;
         if (!s.ok()) FailLocked(s);
         continue;
       }
@@ -325,12 +338,18 @@ class ClientConn {
     return absl::OkStatus();
   }
 
-  // One recv() into the read buffer; OK when it timed out empty.
-  absl::Status RecvSome() {
+  // One recv() into the read buffer; OK when it timed out empty. Before it sleeps, it polls
+  // the socket until poll_until (if that is still ahead; *caught: bytes came meanwhile).
+  absl::Status RecvSome(Clock::time_point poll_until = {}, bool* caught = nullptr) {
     if (rbuf_.size() < rlen_ + kReadChunk) rbuf_.resize(rlen_ + kReadChunk);
     if (ssl_ != nullptr) {
       AboutToBlock();
       return RecvSomeTls();
+    }
+    if (const Clock::time_point now = Clock::now(); poll_until > now) {
+      const bool readable =
+          BusyPoll(fd_, std::chrono::duration_cast<std::chrono::microseconds>(poll_until - now));
+      if (caught != nullptr) *caught = readable;
     }
     AwaitReadable(fd_, kRecvSliceMs);  // a lent thread keeps its lender's work in view
     ssize_t n = recv(fd_, rbuf_.data() + rlen_, rbuf_.size() - rlen_, 0);
@@ -376,9 +395,11 @@ class ClientConn {
 
   // Reads what arrives within one slice and hands every whole frame to its call. Runs without
   // mu_, by the one reader.
-  absl::Status ReadOnce() {
+  absl::Status ReadOnce(Clock::time_point poll_until = {}, bool* caught = nullptr) {
     const size_t had = rlen_;
-    RETURN_IF_ERROR(RecvSome());
+    bool polled_bytes = false;
+    RETURN_IF_ERROR(RecvSome(poll_until, &polled_bytes));
+    if (caught != nullptr) *caught = polled_bytes && rlen_ > had;
     if (rlen_ > had) last_heard_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     size_t pos = 0;
     std::vector<std::pair<FrameHeader, std::string_view>> frames;
@@ -538,7 +559,20 @@ void ClientStream::Cancel() {
 
 // ---- Channel ----
 
-Channel::Channel(std::string address, Options options) : address_(std::move(address)), opts_(options) {}
+Channel::Channel(std::string address, Options options)
+    : address_(std::move(address)), opts_(options) {
+  if (opts_.reply_poll.count() > 0 && !opts_.tls) {
+    reply_us_ = std::make_unique<std::atomic<uint32_t>[]>(kPolledMethods);
+    auto& reg = MetricsRegistry::Default();
+    const char* help =
+        "metadata calls whose caller polled for the reply (reply_poll), by whether it came "
+        "meanwhile";
+    polls_caught_metric_ =
+        reg.GetCounter("kelp_rpc_client_reply_polls_total", help, {{"result", "caught"}});
+    polls_missed_metric_ =
+        reg.GetCounter("kelp_rpc_client_reply_polls_total", help, {{"result", "missed"}});
+  }
+}
 
 Channel::~Channel() {
   MutexLock lock(mu_);
@@ -596,9 +630,18 @@ void Channel::DropIfClosed(std::chrono::milliseconds unless_heard_within) {
 
 absl::StatusOr<std::string> Channel::CallRaw(uint16_t method, std::string_view request,
                                              std::chrono::milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
+  const Clock::time_point start = Clock::now();
+  auto deadline = start + timeout;
   ASSIGN_OR_RETURN(std::shared_ptr<ClientConn> conn, Conn(deadline));
   auto call = std::make_shared<PendingCall>();
+  std::atomic<uint32_t>* reply_us =
+      reply_us_ && method < kPolledMethods ? &reply_us_[method] : nullptr;
+  // Polled for: a method whose replies lately took at most twice the poll (most of them then
+  // come within it), and one not seen yet, to learn how long it takes.
+  if (reply_us != nullptr &&
+      reply_us->load(std::memory_order_relaxed) <= 2 * opts_.reply_poll.count()) {
+    call->poll_until = start + opts_.reply_poll;
+  }
   ASSIGN_OR_RETURN(uint64_t id, conn->Register(call));
   char header[kFrameHeaderSize];
   EncodeFrameHeader(header, FrameType::kRequest, method, id, request.size());
@@ -610,6 +653,20 @@ absl::StatusOr<std::string> Channel::CallRaw(uint16_t method, std::string_view r
   if (!s.ok()) {
     conn->Unregister(id);
     return s;
+  }
+  if (reply_us != nullptr) {
+    // Only this thread touches the call's poll fields now (Wait set them under the lock).
+    if (call->polled) {
+      reply_polls_.fetch_add(1, std::memory_order_relaxed);
+      if (call->caught) replies_polled_.fetch_add(1, std::memory_order_relaxed);
+      (call->caught ? polls_caught_metric_ : polls_missed_metric_)->Inc();
+    }
+    const auto took =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+    const uint32_t now_us = static_cast<uint32_t>(std::clamp<int64_t>(took, 1, UINT32_MAX));
+    const uint32_t avg = reply_us->load(std::memory_order_relaxed);
+    reply_us->store(avg == 0 ? now_us : static_cast<uint32_t>((uint64_t{avg} * 7 + now_us) / 8),
+                    std::memory_order_relaxed);
   }
   if (!call->status.ok()) return call->status;
   return std::move(call->reply);

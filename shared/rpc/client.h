@@ -19,6 +19,7 @@
 
 #include <openssl/ssl.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -32,6 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "shared/rpc/frame.h"
 
@@ -86,6 +88,14 @@ class Channel {
     // process's certificate, the CA to trust; the server's certificate must name the host of
     // the address. Default: null = plaintext.
     std::shared_ptr<SSL_CTX> tls;
+    // A caller alone on the connection polls the socket up to this long for its reply before
+    // it sleeps in recv(), when replies to its method have lately come within twice that (the
+    // channel keeps each method's recent reply time; a method whose replies take longer, such
+    // as a commit that syncs the filer's WAL, is not polled for). On a VM whose idle CPUs halt,
+    // a reply that wakes a sleeping caller costs the hypervisor's wake-up of that CPU too, a
+    // third of a short call's round trip here (docs/rpc-protocol.md, "Reply polling").
+    // Plaintext only. Default: 0 = never poll.
+    std::chrono::microseconds reply_poll{0};
   };
 
   // address: "host:port" of the server's HTTP port. Connects on first use.
@@ -123,6 +133,10 @@ class Channel {
   const std::string& address() const { return address_; }
   // Connections made so far (1 while the first one lives).
   uint64_t connects() const;
+  // Calls whose caller polled for the reply (Options::reply_poll), and of those the ones whose
+  // reply came while it polled.
+  uint64_t reply_polls() const { return reply_polls_.load(std::memory_order_relaxed); }
+  uint64_t replies_polled() const { return replies_polled_.load(std::memory_order_relaxed); }
 
  private:
   absl::StatusOr<std::shared_ptr<ClientConn>> Conn(std::chrono::steady_clock::time_point deadline);
@@ -137,6 +151,14 @@ class Channel {
   mutable Mutex mu_;
   std::shared_ptr<ClientConn> conn_ ABSL_GUARDED_BY(mu_);
   uint64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
+  // Recent reply time of each method below kPolledMethods, in microseconds (a moving average;
+  // 0 = none yet), for Options::reply_poll.
+  static constexpr size_t kPolledMethods = 256;
+  std::unique_ptr<std::atomic<uint32_t>[]> reply_us_;
+  std::atomic<uint64_t> reply_polls_{0};
+  std::atomic<uint64_t> replies_polled_{0};
+  Counter* polls_caught_metric_ = nullptr;
+  Counter* polls_missed_metric_ = nullptr;
 };
 
 }  // namespace kelp::rpc

@@ -238,6 +238,35 @@ TEST_CASE("rpc: a slow call does not hold up quick ones on the same connection")
   CHECK(slow_status.ok());
 }
 
+TEST_CASE("rpc: a caller alone polls for a quick reply, not for a method whose replies are slow") {
+  TestServer ts;
+  Channel::Options o;
+  o.reply_poll = 20ms;  // long, so that a loaded machine still answers an echo within it
+  Channel ch(ts.address(), o);
+  for (int i = 0; i < 20; ++i) CHECK(*Echo(ch, kelp::StrCat("p", i)) == kelp::StrCat("p", i));
+  CHECK(ch.reply_polls() == 20);
+  CHECK(ch.replies_polled() >= 10);  // an echo is answered in well under 20 ms
+
+  // A method not seen yet is polled for once; its reply took 60 ms, more than twice the poll,
+  // so the next calls sleep at once.
+  UInt64Value req, resp;
+  req.set_value(60);
+  const uint64_t polls = ch.reply_polls(), caught = ch.replies_polled();
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(ch.Call(kSlow, req, &resp, 5s).ok());
+    CHECK(resp.value() == 60);
+  }
+  CHECK(ch.reply_polls() == polls + 1);
+  CHECK(ch.replies_polled() == caught);
+  // Quick calls are still polled for.
+  CHECK(*Echo(ch, "again") == "again");
+  CHECK(ch.reply_polls() == polls + 2);
+
+  Channel never(ts.address(), {});
+  for (int i = 0; i < 5; ++i) CHECK(*Echo(never, "x") == "x");
+  CHECK(never.reply_polls() == 0);
+}
+
 TEST_CASE("rpc: blocking calls beyond the loop's followers run at once on workers, and quick ones still pass") {
   // One loop: its thread keeps a blocking call and hands the loop to one of its followers,
   // until none is left; the rest go to the worker pool. All run at the same time.
