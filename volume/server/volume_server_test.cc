@@ -210,6 +210,26 @@ TEST_CASE("large blobs stream, with ranges, through worker threads") {
   }
 }
 
+TEST_CASE("uploads of every size in turn store exactly their own bytes (pooled body buffers)") {
+  TestServer t;
+  REQUIRE(t.server->store().Allocate(1, "", "000").ok());
+  // Large, smaller (into a buffer a larger one left), empty, beyond the kept size, tiny, large.
+  const size_t sizes[] = {size_t{4} << 20, (size_t{2} << 20) + 3, 0, size_t{9} << 20, 17, (size_t{4} << 20) - 1};
+  uint64_t key = 100;
+  for (size_t size : sizes) {
+    INFO("size " << size);
+    std::string data = RandomBlob(key, size);
+    std::string fid = "/" + Fid(1, key++, 9);
+    auto put = t.Do("PUT", fid, data);
+    REQUIRE(put.status == 201);
+    CHECK(put.headers.Get("ETag") == Etag(data));
+    auto r = t.Do("GET", fid);
+    CHECK(r.status == 200);
+    CHECK(r.body.size() == size);
+    CHECK(r.body == data);
+  }
+}
+
 TEST_CASE("a corrupt needle is a 500 and counted, never data") {
   TestServer t;
   auto v = t.server->store().Allocate(1, "", "000");
