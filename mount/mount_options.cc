@@ -79,9 +79,10 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
   flags.Add("rpcTimeoutMs", &o.rpc_timeout_ms, "timeout of one metadata RPC, in ms");
   flags.Add(
       "rpcReplyPollMicros", &o.rpc_reply_poll_us,
-      "a thread waiting alone for a filer reply polls the socket this long, in microseconds, "
-      "before it sleeps, for the methods whose replies lately came that quickly (not a synced "
-      "commit): the reply then needs no wake-up; 0 = sleep at once");
+      "a thread waiting alone for a filer reply polls the socket before it sleeps, for three "
+      "times as long as that method's replies lately took and at most this long, in "
+      "microseconds (not for methods whose replies take more than twice this): the reply then "
+      "needs no wake-up of a sleeping CPU; 0 = sleep at once");
   flags.Add("connectTimeoutMs", &o.connect_timeout_ms, "timeout of the first connection to the filer, in ms");
   flags.Add("metricsPort", &o.metrics_port, "port of an HTTP endpoint with /metrics and /status on 127.0.0.1; 0 = none");
   flags.Add("debug", &o.debug, "log every FUSE request and debug details");

@@ -79,9 +79,10 @@ struct MountOptions {
   uint64_t read_ahead_mb = 4;
   // Timeout of one metadata RPC, in ms. Default: 10000.
   int rpc_timeout_ms = 10000;
-  // How long a thread alone waiting for a quick filer reply polls the socket before it sleeps,
-  // in microseconds (rpc::Channel::Options::reply_poll); 0 = it sleeps at once. Default: 60.
-  int rpc_reply_poll_us = 60;
+  // How long at most a thread alone waiting for a filer reply polls the socket before it
+  // sleeps, in microseconds (rpc::Channel::Options::reply_poll); 0 = it sleeps at once.
+  // Default: 400.
+  int rpc_reply_poll_us = 400;
   // Timeout of the first connection to the filer, in ms. Default: 3000.
   int connect_timeout_ms = 3000;
   // Port of the mount's HTTP endpoint (/metrics, /status) on 127.0.0.1; 0 = none. Default: 0.

@@ -636,11 +636,17 @@ absl::StatusOr<std::string> Channel::CallRaw(uint16_t method, std::string_view r
   auto call = std::make_shared<PendingCall>();
   std::atomic<uint32_t>* reply_us =
       reply_us_ && method < kPolledMethods ? &reply_us_[method] : nullptr;
-  // Polled for: a method whose replies lately took at most twice the poll (most of them then
-  // come within it), and one not seen yet, to learn how long it takes.
-  if (reply_us != nullptr &&
-      reply_us->load(std::memory_order_relaxed) <= 2 * opts_.reply_poll.count()) {
-    call->poll_until = start + opts_.reply_poll;
+  // Polled for: a method whose replies lately took at most twice the budget, for three times
+  // as long as they took (most replies come within it, and a quick method's caller soon gives
+  // up on one that does not), within the budget; a method not seen yet for the whole budget, to
+  // learn how long it takes.
+  if (reply_us != nullptr) {
+    const int64_t avg = reply_us->load(std::memory_order_relaxed),
+                  budget = opts_.reply_poll.count();
+    if (avg <= 2 * budget) {
+      call->poll_until =
+          start + std::chrono::microseconds(avg == 0 ? budget : std::min(budget, avg * 3));
+    }
   }
   ASSIGN_OR_RETURN(uint64_t id, conn->Register(call));
   char header[kFrameHeaderSize];

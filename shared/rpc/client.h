@@ -88,13 +88,12 @@ class Channel {
     // process's certificate, the CA to trust; the server's certificate must name the host of
     // the address. Default: null = plaintext.
     std::shared_ptr<SSL_CTX> tls;
-    // A caller alone on the connection polls the socket up to this long for its reply before
-    // it sleeps in recv(), when replies to its method have lately come within twice that (the
-    // channel keeps each method's recent reply time; a method whose replies take longer, such
-    // as a commit that syncs the filer's WAL, is not polled for). On a VM whose idle CPUs halt,
-    // a reply that wakes a sleeping caller costs the hypervisor's wake-up of that CPU too, a
-    // third of a short call's round trip here (docs/rpc-protocol.md, "Reply polling").
-    // Plaintext only. Default: 0 = never poll.
+    // A caller alone on the connection polls the socket for its reply before it sleeps in
+    // recv(): for three times as long as its method's replies lately took, at most this long,
+    // and not at all for a method whose replies took more than twice this (the channel keeps
+    // each method's recent reply time). On a VM whose idle CPUs halt, a reply that wakes a
+    // sleeping caller waits for the hypervisor to wake that CPU too (docs/rpc-protocol.md,
+    // "Reply polling"). Plaintext only. Default: 0 = never poll.
     std::chrono::microseconds reply_poll{0};
   };
 

@@ -245,7 +245,9 @@ TEST_CASE("rpc: a caller alone polls for a quick reply, not for a method whose r
   Channel ch(ts.address(), o);
   for (int i = 0; i < 20; ++i) CHECK(*Echo(ch, kelp::StrCat("p", i)) == kelp::StrCat("p", i));
   CHECK(ch.reply_polls() == 20);
-  CHECK(ch.replies_polled() >= 10);  // an echo is answered in well under 20 ms
+  // The first echo is polled for the whole 20 ms (its method's time is not known yet), in which
+  // it is surely answered; the next ones for three times what they took.
+  CHECK(ch.replies_polled() >= 1);
 
   // A method not seen yet is polled for once; its reply took 60 ms, more than twice the poll,
   // so the next calls sleep at once.
