@@ -13,7 +13,7 @@ ChunkFetcher::ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool
       cache_(cache),
       pool_(pool),
       opts_(options),
-      buffers_(std::make_shared<WindowBuffers>(options.window)) {
+      buffers_(std::make_shared<BufferPool>(kKeptWindows, options.window, options.window)) {
   auto& reg = MetricsRegistry::Default();
   window_hits_ = reg.GetCounter("kelp_mount_readahead_hits_total", "sequential reads served from a read-ahead window");
   window_loads_ = reg.GetCounter("kelp_mount_readahead_loads_total", "read-ahead windows fetched");
@@ -25,28 +25,6 @@ ChunkFetcher::ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool
       reg.GetCounter("kelp_mount_cache_fills_declined_total",
                      "misses that left their blocks uncached because the cache was full "
                      "(one in full_fill_every fetches them)");
-}
-
-std::unique_ptr<char[]> ChunkFetcher::WindowBuffers::Take() {
-  {
-    MutexLock lock(mu_);
-    if (!kept_.empty()) {
-      std::unique_ptr<char[]> b = std::move(kept_.back());
-      kept_.pop_back();
-      return b;
-    }
-  }
-  return std::make_unique_for_overwrite<char[]>(size_);
-}
-
-void ChunkFetcher::WindowBuffers::Give(std::unique_ptr<char[]> buffer) {
-  MutexLock lock(mu_);
-  if (kept_.size() < kKept) kept_.push_back(std::move(buffer));
-}
-
-size_t ChunkFetcher::WindowBuffers::kept() {
-  MutexLock lock(mu_);
-  return kept_.size();
 }
 
 ChunkFetcher::~ChunkFetcher() {
@@ -152,9 +130,8 @@ void ChunkFetcher::LoadWindow(const std::string& fid, uint64_t blob_size, uint64
   // tenth of a sequential reader's CPU).
   const size_t n = end - start;
   // A whole window goes into a buffer an earlier one gave back; a blob's short last one into
-  // its own (a small blob does not hold a whole window's memory).
-  const bool whole = n == buffers_->size();
-  auto data = whole ? buffers_->Take() : std::make_unique_for_overwrite<char[]>(n);
+  // its own (a small blob does not hold a whole window's memory; the pool keeps only whole ones).
+  BufferPool::Buffer data = buffers_->Take(n);
   absl::Status s;
   if (cache_ == nullptr || !cache_->Read(fid, blob_size, start, n, data.get())) {
     s = blobs_->Read(fid, start, n, data.get());
@@ -172,14 +149,14 @@ void ChunkFetcher::LoadWindow(const std::string& fid, uint64_t blob_size, uint64
     }
   }
   window_loads_->Inc();
-  if (!s.ok() && whole) buffers_->Give(std::move(data));
+  if (!s.ok()) buffers_->Give(std::move(data));
   MutexLock lock(mu_);
   w->loading = false;
   w->status = s;
   if (s.ok()) {
     w->data = std::move(data);
     w->size = n;
-    if (whole) w->buffers = buffers_;
+    w->buffers = buffers_;
   } else {
     // A failed window is not kept: the next reader tries again (maybe another replica).
     auto it = windows_.find(Key{fid, index});

@@ -24,8 +24,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "mount/core/clients.h"
 #include "mount/cache/chunk_cache.h"
+#include "mount/core/clients.h"
+#include "shared/buffer_pool.h"
 #include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "shared/thread_pool.h"
@@ -87,33 +88,19 @@ class ChunkFetcher {
  private:
   // loading and status are guarded by mu_ (ABSL_GUARDED_BY cannot name the fetcher's lock
   // here); data is set before loading turns false and only read after.
-  // Buffers of windows that went, for the next window to load into: every page of a fresh
-  // 4 MiB buffer costs a fault at its first touch (a trap to the hypervisor on a VM), a fifth
-  // of the mount's samples in a sequential read through fresh ones. Keeps at most kKept.
-  class WindowBuffers {
-   public:
-    static constexpr size_t kKept = 4;
-    explicit WindowBuffers(size_t size) : size_(size) {}
-    size_t size() const { return size_; }
-    // A buffer of size() bytes, not zeroed: a kept one, else a new one.
-    std::unique_ptr<char[]> Take();
-    void Give(std::unique_ptr<char[]> buffer);
-    size_t kept();
-
-   private:
-    const size_t size_;
-    Mutex mu_;  // a leaf
-    std::vector<std::unique_ptr<char[]>> kept_ ABSL_GUARDED_BY(mu_);
-  };
+  // Buffers of whole windows that went, for the next window to load into (at most 4): every
+  // page of a fresh 4 MiB buffer costs a fault at its first touch (a trap to the hypervisor on
+  // a VM), a fifth of the mount's samples in a sequential read through fresh ones.
+  static constexpr size_t kKeptWindows = 4;
   struct Window {
     ~Window() {
-      if (buffers && data) buffers->Give(std::move(data));
+      if (buffers) buffers->Give(std::move(data));
     }
     bool loading = true;
     absl::Status status;
-    std::unique_ptr<char[]> data;  // size bytes, never zeroed first: a read fills all of it
+    BufferPool::Buffer data;  // size bytes, never zeroed first: a read fills all of it
     size_t size = 0;
-    std::shared_ptr<WindowBuffers> buffers;  // where data goes back to (it came from there)
+    std::shared_ptr<BufferPool> buffers;  // where data goes back to (it came from there)
   };
   using Key = std::pair<std::string, uint64_t>;  // fid, window index
 
@@ -144,7 +131,7 @@ class ChunkFetcher {
   Counter* fills_skipped_;
   Counter* fills_declined_;
   std::atomic<uint64_t> full_misses_{0};  // misses that found the cache full
-  const std::shared_ptr<WindowBuffers> buffers_;  // of opts_.window bytes
+  const std::shared_ptr<BufferPool> buffers_;  // of opts_.window bytes
 
   Mutex mu_;  // a leaf: never held across a blob read, a cache call or a pool submit
   CondVar loaded_;

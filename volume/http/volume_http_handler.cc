@@ -3,12 +3,10 @@
 #include <cerrno>
 #include <chrono>
 #include <ctime>
-#include <memory>
-#include <vector>
 
+#include "shared/buffer_pool.h"
 #include "shared/json.h"
 #include "shared/log.h"
-#include "shared/mutex.h"
 #include "shared/security/jwt.h"
 #include "shared/security/security.h"
 #include "shared/status.h"
@@ -26,49 +24,12 @@ constexpr size_t kStreamChunk = 1 << 20;
 
 std::string HexEtag(uint64_t checksum) { return fmt::format("{:016x}", checksum); }
 
-// Upload bodies are read into buffers that go back to a pool when the upload is done, and the
-// next upload takes one (at most kKeptBodies of kKeptBodyMin to kKeptBodyMax bytes are kept;
-// smaller bodies come from malloc's heap, which reuses its memory anyway): a fresh
-// string per upload was zero-filled before the body was read into it and, as a large
-// allocation, mapped afresh each time, so every one of its pages was a fault (a trap to the
-// hypervisor on a VM); the memset alone was 4 % of a sequential write's samples.
-constexpr size_t kKeptBodyMin = 1 << 20;
-constexpr size_t kKeptBodyMax = 8 << 20;
-constexpr size_t kKeptBodies = 8;
-
-class BodyPool {
- public:
-  struct Buffer {
-    std::unique_ptr<char[]> data;
-    size_t capacity = 0;
-  };
-  // A buffer of at least n bytes, not zeroed.
-  Buffer Take(size_t n) {
-    if (n >= kKeptBodyMin) {
-      MutexLock lock(mu_);
-      for (auto it = kept_.begin(); it != kept_.end(); ++it) {
-        if (it->capacity >= n) {
-          Buffer b = std::move(*it);
-          kept_.erase(it);
-          return b;
-        }
-      }
-    }
-    return Buffer{std::make_unique_for_overwrite<char[]>(n), n};
-  }
-  void Give(Buffer b) {
-    if (b.capacity < kKeptBodyMin || b.capacity > kKeptBodyMax) return;
-    MutexLock lock(mu_);
-    if (kept_.size() < kKeptBodies) kept_.push_back(std::move(b));
-  }
-
- private:
-  Mutex mu_;  // a leaf
-  std::vector<Buffer> kept_ ABSL_GUARDED_BY(mu_);
-};
-
-BodyPool& Bodies() {
-  static BodyPool* pool = new BodyPool();  // never destroyed: workers may outlive statics
+// Upload bodies of 1-8 MiB are read into buffers kept for the next uploads (at most 8): a
+// fresh string per upload was zero-filled before the body was read into it, and each of its
+// freshly mapped pages faulted; the memset alone was 4 % of a sequential write's samples.
+BufferPool& Bodies() {
+  static BufferPool* pool =
+      new BufferPool(8, 1 << 20, 8 << 20);  // never destroyed: workers may outlive statics
   return *pool;
 }
 
@@ -272,7 +233,7 @@ void VolumeHttpHandler::Put(http::Request& req, http::ResponseWriter& w, const F
     ~Releaser() { b.Release(n); }
   } releaser{budget_, taken};
   struct Kept {
-    BodyPool::Buffer b;
+    BufferPool::Buffer b;
     ~Kept() { Bodies().Give(std::move(b)); }
   } kept;
   std::string chunked_body;  // a chunked body, whose length is not known up front
@@ -280,9 +241,9 @@ void VolumeHttpHandler::Put(http::Request& req, http::ResponseWriter& w, const F
   if (req.content_length() > 0) {
     const size_t n = static_cast<size_t>(req.content_length());
     kept.b = Bodies().Take(n);
-    auto got = req.ReadFull(kept.b.data.get(), n);
+    auto got = req.ReadFull(kept.b.get(), n);
     if (!got.ok()) return w.SendStatus(got.status());
-    body = std::string_view(kept.b.data.get(), *got);
+    body = std::string_view(kept.b.get(), *got);
   } else if (req.content_length() < 0) {
     auto all = req.ReadAll(opts_.file_size_limit);
     if (!all.ok()) {
