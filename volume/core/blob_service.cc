@@ -44,6 +44,8 @@ absl::StatusOr<Volume::WriteResult> BlobService::Write(const FileId& fid, std::s
   const bool replicate = from_client && v->copies() > 1;
   const bool existed = replicate && v->SizeOf(fid.key).has_value();
   ASSIGN_OR_RETURN(Volume::WriteResult r, v->Write(fid.key, fid.cookie, data, fsync));
+  if (r.sync_behind)
+    fanout_->TrySubmit([v] { v->SyncBehind(); });  // a full pool: the next step asks
   if (replicate) {
     absl::Status s = Forward(*v, fid, "PUT", data, fsync);
     if (!s.ok()) {

@@ -2,6 +2,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include "shared/file_id.h"
@@ -386,4 +389,30 @@ TEST_CASE("POST /sync makes lazy writes durable: one fdatasync per volume, none 
   env.SetSyncHook([] { return kelp::PosixError(EIO, "injected fdatasync failure"); });
   CHECK(t.Do("POST", "/sync?volumes=1").status == 500);
   CHECK(t.Do("PUT", "/" + Fid(1, 14, 9), RandomBlob(14, 4096)).status >= 400);
+}
+
+TEST_CASE(
+    "a stream of lazy writes is synced behind itself, every kSyncBehindBytes, without a sync "
+    "request") {
+  FaultEnv env;
+  TestServer t(nullptr, [&](VolumeServer::Options& o) { o.env = &env; });
+  REQUIRE(t.server->store().Allocate(1, "", "000").ok());
+  REQUIRE(t.Do("PUT", "/" + Fid(1, 1, 9), RandomBlob(1, 4096)).status == 201);
+  REQUIRE(t.Do("POST", "/sync?volumes=1").status == 200);  // see the test above
+  const int base = env.data_syncs();
+  const std::string blob = RandomBlob(2, 8 << 20);
+  const uint64_t needles = Volume::kSyncBehindBytes / blob.size() + 1;
+  for (uint64_t k = 2; k < 2 + needles; ++k)
+    REQUIRE(t.Do("PUT", "/" + Fid(1, k, 9), blob).status == 201);
+  // The sync runs on the server's pool, after the write that asked for it answered.
+  bool synced = false;
+  for (int i = 0; i < 500 && !synced; ++i) {
+    synced = env.data_syncs() > base;
+    if (!synced) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(synced);
+  REQUIRE(t.Do("POST", "/sync?volumes=1").status == 200);
+  auto r = t.Do("GET", "/" + Fid(1, 2 + needles - 1, 9));
+  REQUIRE(r.status == 200);
+  CHECK(r.body == blob);
 }

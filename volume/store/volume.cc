@@ -316,6 +316,10 @@ absl::StatusOr<Volume::WriteResult> Volume::Write(uint64_t key, uint32_t cookie,
     garbage_ = end_ - format::kSuperblockSize - live_bytes_;
     seq = appended_seq_.fetch_add(1) + 1;
     due = std::exchange(drop_due_, std::nullopt);
+    if (!sync && end_ - sync_behind_at_ >= kSyncBehindBytes) {
+      sync_behind_at_ = end_;
+      res.sync_behind = true;
+    }
   }
   RunDueDrop(std::move(due));
   if (sync) RETURN_IF_ERROR(WaitDurable(seq));
@@ -364,6 +368,12 @@ absl::StatusOr<uint32_t> Volume::Delete(uint64_t key, uint32_t cookie, bool sync
 }
 
 absl::Status Volume::Sync() { return WaitDurable(appended_seq_.load()); }
+
+void Volume::SyncBehind() {
+  if (sync_behind_running_.exchange(true)) return;
+  (void)Sync();  // a failure is logged and makes the volume read-only (WaitDurable)
+  sync_behind_running_ = false;
+}
 
 absl::Status Volume::WaitDurable(uint64_t seq) {
   MutexLock l(sync_mu_);

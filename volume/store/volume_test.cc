@@ -488,3 +488,29 @@ TEST_CASE("a stream of appends goes to the device in steps and leaves the page c
   stream_from_end(**again, 61, 80);
   for (uint64_t k = 21; k <= 80; ++k) REQUIRE(ReadBack(**again, k, 7) == RandomBlob(k, 1 << 20));
 }
+
+TEST_CASE(
+    "lazy writes ask for a sync behind them once every kSyncBehindBytes; synced writes never do") {
+  TempDir dir("vol-sync-behind");
+  auto v = Volume::Create(Opts(dir));
+  REQUIRE(v.ok());
+  const std::string blob = RandomBlob(1, 8 << 20);
+  const uint64_t per_ask = Volume::kSyncBehindBytes / blob.size();  // 4 needles of 8 MiB and more
+  std::vector<uint64_t> asked;
+  for (uint64_t k = 1; k <= 3 * per_ask; ++k) {
+    auto r = (*v)->Write(k, 7, blob);
+    REQUIRE(r.ok());
+    if (r->sync_behind) asked.push_back(k);
+  }
+  // A needle is a little more than its data, so each step of 4 whole needles reaches the bound.
+  CHECK(asked == std::vector<uint64_t>{per_ask, 2 * per_ask, 3 * per_ask});
+  for (uint64_t k = 100; k < 100 + 2 * per_ask; ++k) {
+    auto r = (*v)->Write(k, 7, blob, /*sync=*/true);
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->sync_behind);
+  }
+  (*v)->SyncBehind();  // a plain Sync: everything so far is durable, and the volume still takes
+                       // writes
+  REQUIRE((*v)->Write(500, 7, blob).ok());
+  CHECK(ReadBack(**v, 500, 7) == blob);
+}
