@@ -490,7 +490,7 @@ TEST_CASE("a stream of appends goes to the device in steps and leaves the page c
 }
 
 TEST_CASE(
-    "lazy writes ask for a sync behind them once every kSyncBehindBytes; synced writes never do") {
+    "lazy writes ask for a sync behind them once every kSyncBehindBytes, synced writes never do") {
   TempDir dir("vol-sync-behind");
   auto v = Volume::Create(Opts(dir));
   REQUIRE(v.ok());
