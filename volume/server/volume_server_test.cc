@@ -2,9 +2,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <thread>
-
 #include <catch2/catch.hpp>
 
 #include "shared/file_id.h"
@@ -405,12 +402,7 @@ TEST_CASE(
   for (uint64_t k = 2; k < 2 + needles; ++k)
     REQUIRE(t.Do("PUT", "/" + Fid(1, k, 9), blob).status == 201);
   // The sync runs on the server's pool, after the write that asked for it answered.
-  bool synced = false;
-  for (int i = 0; i < 500 && !synced; ++i) {
-    synced = env.data_syncs() > base;
-    if (!synced) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  CHECK(synced);
+  CHECK(WaitFor([&] { return env.data_syncs() > base; }));
   REQUIRE(t.Do("POST", "/sync?volumes=1").status == 200);
   auto r = t.Do("GET", "/" + Fid(1, 2 + needles - 1, 9));
   REQUIRE(r.status == 200);
