@@ -32,7 +32,7 @@ CacheCounters::CacheCounters(MetricsRegistry* r) {
                                       "Cache disk I/O errors (each degraded to a miss).");
   files_reused_.metric = r->GetCounter(
       "kelp_cache_files_reused_total",
-      "Disk cache entries written into an evicted entry's emptied file instead of a new file.");
+      "Disk cache entries written over an evicted entry's file (a spare) instead of a new file.");
 }
 
 void CacheCounters::Hit(Tier tier, uint64_t bytes, bool memory) {
@@ -109,9 +109,10 @@ std::string CacheStats::Summary() const {
     if (t.checksum_failures) out += fmt::format(" checksum_failures={}", t.checksum_failures);
   }
   out += fmt::format(
-      " | memory hits={} {:.1f}/{:.1f}MiB | disk {}{:.1f}MiB meta={:.2f}MiB errors={}",
+      " | memory hits={} {:.1f}/{:.1f}MiB | disk {}{:.1f}MiB meta={:.2f}MiB spares={:.1f}MiB "
+      "errors={}",
       tiers[0].memory_hits, mib(memory_bytes), mib(memory_capacity), disk_enabled ? "" : "OFF ",
-      mib(disk_capacity), mib(disk_meta_bytes), disk_errors);
+      mib(disk_capacity), mib(disk_meta_bytes), mib(disk_spare_bytes), disk_errors);
   return out;
 }
 

@@ -40,8 +40,10 @@ struct CacheStats {
   uint64_t memory_capacity = 0;
   uint64_t disk_capacity = 0;
   uint64_t disk_meta_bytes = 0;  // directories, KELPCACHE, LOCK, index
+  uint64_t disk_spare_bytes =
+      0;                         // evicted entries' files kept, blocks and all, for the next writes
   uint64_t disk_errors = 0;      // failed writes/reads/deletes (each one degraded to a miss)
-  uint64_t files_reused = 0;     // entries written into an evicted entry's emptied file
+  uint64_t files_reused = 0;     // entries written over an evicted entry's file (a spare)
 
   uint64_t hits() const;
   uint64_t misses() const;

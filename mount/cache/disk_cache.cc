@@ -137,11 +137,11 @@ bool DiskCache::HasRoom(uint64_t bytes) const {
   MutexLock lock(mu_);
   const uint64_t budget = DataBudgetLocked();
   const uint64_t need = RoundUp(bytes, fs_block_) + fs_block_ + budget / 16;
-  return UsedLocked() + need <= budget;
+  return UsedLocked() - spare_bytes_ + need <= budget;
 }
 
 uint64_t DiskCache::UsedLocked() const {
-  uint64_t used = deleting_bytes_ + leaked_bytes_;
+  uint64_t used = deleting_bytes_ + leaked_bytes_ + spare_bytes_;
   for (const TierState& t : tiers_) used += t.usage();
   return used;
 }
@@ -221,8 +221,7 @@ void DiskCache::Unlink(std::vector<Victim> victims) {
     int dirfd = dir_->tier_fd(v.tier);
     if (reuse && room > 0 && MakeSpare(dirfd, v.id).ok()) {
       --room;
-      made.push_back({v.tier, v.id});
-      done += v.bytes;
+      made.push_back({v.tier, v.id, v.bytes});
       continue;
     }
     std::string name = EntryFileName(v.id);
@@ -234,9 +233,53 @@ void DiskCache::Unlink(std::vector<Victim> victims) {
       counters_->DiskError();
     }
   }
+  std::vector<Spare> trimmed;
+  {
+    MutexLock lock(mu_);
+    spares_claimed_ -= claimed;
+    spares_.insert(spares_.end(), made.begin(), made.end());
+    for (const Spare& spare : made) {
+      deleting_bytes_ -= spare.bytes;
+      spare_bytes_ += spare.bytes;
+    }
+    deleting_bytes_ -= done + failed;
+    leaked_bytes_ += failed;
+    // Kept only while the files on disk fit the capacity (not, say, what a shrunk capacity
+    // evicted at open).
+    trimmed = TrimSparesLocked();
+  }
+  UnlinkSpares(trimmed);
+}
+
+std::vector<DiskCache::Spare> DiskCache::TrimSparesLocked() {
+  std::vector<Spare> trimmed;
+  const uint64_t budget = DataBudgetLocked();
+  // Not counting the room reserved by writes in flight: each of them takes a spare if one is
+  // left, and trims after itself.
+  uint64_t writing = 0;
+  for (const TierState& t : tiers_) writing += t.writing_bytes;
+  while (!spares_.empty() && UsedLocked() - deleting_bytes_ - writing > budget) {
+    trimmed.push_back(spares_.front());
+    spares_.erase(spares_.begin());
+    spare_bytes_ -= trimmed.back().bytes;
+    deleting_bytes_ += trimmed.back().bytes;
+  }
+  return trimmed;
+}
+
+void DiskCache::UnlinkSpares(const std::vector<Spare>& spares) {
+  if (spares.empty()) return;
+  uint64_t done = 0, failed = 0;
+  for (const Spare& spare : spares) {
+    if (::unlinkat(dir_->tier_fd(spare.tier), SpareFileName(spare.id).c_str(), 0) == 0 ||
+        errno == ENOENT) {
+      done += spare.bytes;
+    } else {
+      failed += spare.bytes;
+      counters_->DiskError();
+    }
+  }
   MutexLock lock(mu_);
-  spares_claimed_ -= claimed;
-  spares_.insert(spares_.end(), made.begin(), made.end());
   deleting_bytes_ -= done + failed;
   leaked_bytes_ += failed;
 }
@@ -458,13 +501,37 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
   EntryRef ref{
       block.fid, block.blob_size, block.block_offset, static_cast<uint32_t>(data.size()), tier, id};
   std::optional<SpareFile> spare;
+  std::shared_ptr<OpenFile> closing;  // declared before the lock: closed after it
   {
     MutexLock lock(mu_);
-    if (!spares_.empty()) {
-      spare = SpareFile{dir_->tier_fd(spares_.back().tier), spares_.back().id};
-      spares_.pop_back();
+    if (spares_.empty() && !forgotten_.empty()) {
+      // A deleted blob's entry the forget thread has not reached yet: written over under its
+      // old name, as a spare would be (after a benchmark deleted 1 GiB, the next 1 GiB written
+      // found no spare yet and created files, and the spares made behind it went over the
+      // capacity and were deleted).
+      Victim& v = forgotten_.front();
+      if (v.reusable && (v.file == nullptr || v.file.use_count() == 1)) {
+        spare = SpareFile{dir_->tier_fd(v.tier), v.id, /*entry_name=*/true};
+        closing = std::move(v.file);
+        deleting_bytes_ -= v.bytes;
+        forgotten_.pop_front();
+      }
+    } else if (!spares_.empty()) {
+      // One of the entry's own tier if there is one near the end (same size: written over
+      // with nothing to cut or to add), else the last.
+      auto it = spares_.end() - 1;
+      for (auto s = spares_.rbegin(); s != spares_.rend() && s - spares_.rbegin() < 16; ++s) {
+        if (s->tier == tier) {
+          it = std::next(s).base();
+          break;
+        }
+      }
+      spare = SpareFile{dir_->tier_fd(it->tier), it->id};
+      spare_bytes_ -= it->bytes;
+      spares_.erase(it);
     }
   }
+  closing.reset();
   absl::StatusOr<uint64_t> written =
       WriteEntryFile(dir_->tier_fd(tier), ref, sums, data, spare ? &*spare : nullptr);
   if (spare && spare->reused) counters_->FileReused();
@@ -475,6 +542,7 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
     return false;
   }
   std::vector<Victim> victims;
+  std::vector<Spare> trimmed;
   {
     MutexLock lock(mu_);
     TierState& ts = tiers_[t];
@@ -488,7 +556,10 @@ bool DiskCache::Insert(Tier tier, const BlockId& block, std::string_view data) {
     ts.policy->Add(block.key, *written);
     // The file may have taken more than estimated, or the directory may have grown.
     EvictLocked(t, 0, DataBudgetLocked(), &victims);
+    // Or the entry went into a smaller spare, or none while others were left.
+    trimmed = TrimSparesLocked();
   }
+  UnlinkSpares(trimmed);
   Unlink(std::move(victims));
   counters_->Inserted(tier, data.size());
   return true;
@@ -540,8 +611,10 @@ void DiskCache::Close() {
   {
     MutexLock lock(mu_);
     spares.swap(spares_);
+    deleting_bytes_ += spare_bytes_;
+    spare_bytes_ = 0;
   }
-  for (const Spare& spare : spares) ::unlinkat(dir_->tier_fd(spare.tier), SpareFileName(spare.id).c_str(), 0);
+  UnlinkSpares(spares);
   if (!encoded.empty()) {
     if (absl::Status s = dir_->WriteIndex(encoded); !s.ok()) {
       spdlog::warn("cache: index not saved, the next open will scan entry headers: {}", s);
@@ -554,6 +627,7 @@ void DiskCache::FillStats(CacheStats* stats) const {
   stats->disk_enabled = true;
   stats->disk_capacity = config_.capacity_bytes;
   stats->disk_meta_bytes = root_meta_bytes_;
+  stats->disk_spare_bytes = spare_bytes_;
   for (int t = 0; t < kNumTiers; ++t) {
     const TierState& ts = tiers_[t];
     stats->disk_meta_bytes += ts.dir_bytes;

@@ -125,6 +125,11 @@ class DiskCache {
     std::shared_ptr<OpenFile> file;  // released before the unlink, outside the lock
     bool reusable = true;            // false: a file that failed a read is deleted, not reused
   };
+  struct Spare {
+    Tier tier;
+    uint64_t id;
+    uint64_t bytes;  // on disk
+  };
   struct OpenFileSlot {
     int tier;
     uint64_t key, id;
@@ -139,16 +144,18 @@ class DiskCache {
   uint64_t GuaranteeLocked(int tier) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t UsedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether need more bytes fit in budget, counting bytes being deleted as free (their files
-  // are gone a few system calls later).
+  // are gone a few system calls later) and spares' (the next inserts write over them, and
+  // TrimSparesLocked drops those that would keep the cache past its capacity).
   bool FitsLocked(uint64_t need, uint64_t budget) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return UsedLocked() - deleting_bytes_ + need <= budget;
+    return UsedLocked() - deleting_bytes_ - spare_bytes_ + need <= budget;
   }
   int VictimTierLocked(int for_tier, uint64_t need) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts until used + need fits in budget (or nothing is left to evict), appending victims.
   void EvictLocked(int for_tier, uint64_t need, uint64_t budget, std::vector<Victim>* victims)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes victims' files (no lock held), then stops counting their bytes. Up to
-  // MaxSpares() of them, no longer open anywhere, are emptied and kept as spares instead.
+  // MaxSpares() of them, no longer open anywhere, are kept as spares instead (their bytes move
+  // to spare_bytes_).
   void Unlink(std::vector<Victim> victims) ABSL_LOCKS_EXCLUDED(mu_);
   // forget_thread_: deletes forgotten_ a batch at a time until Close.
   void ForgetLoop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -157,6 +164,10 @@ class DiskCache {
   // returns it as a victim; the caller counts its bytes as deleting if it unlinks it.
   Victim RemoveLocked(int t, absl::flat_hash_map<uint64_t, Entry>::iterator it, bool reusable)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes spares off spares_ (their bytes into deleting_bytes_) while the files on disk pass
+  // the budget, not counting writes in flight, for the caller to unlink with UnlinkSpares.
+  std::vector<Spare> TrimSparesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnlinkSpares(const std::vector<Spare>& spares) ABSL_LOCKS_EXCLUDED(mu_);
   // Reserves need bytes for a write, evicting as needed. False if it cannot be had.
   bool Reserve(int tier, uint64_t need) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets entry `key` if it is still file `id` (false if it is not); with unlink, deletes the
@@ -185,20 +196,20 @@ class DiskCache {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Entries whose file is kept open, oldest first (slots of entries gone since are skipped).
   std::deque<OpenFileSlot> open_files_ ABSL_GUARDED_BY(mu_);
-  // Evicted and forgotten entries' files, emptied (SpareFileName), that the next inserts
-  // rename into place rather than create files: creating and deleting a file per block made
-  // ext4 without a journal search past every recently freed inode on each create. Removed by
-  // Close, or by the next open's scan after a crash.
+  // Evicted and forgotten entries' files (SpareFileName), blocks and all, that the next inserts
+  // rename into place and write over rather than create files: creating and deleting a file
+  // per block made ext4 without a journal search past every recently freed inode on each
+  // create, and emptying one freed blocks (a discard each on a file system mounted with -o
+  // discard) that the next write allocated again, on fresh pages. Removed by Close, or by the
+  // next open's scan after a crash.
   //
   // At most one per large block of the capacity (a deleted 1 GiB file's entries wait for the
-  // next 1 GiB written), between 256 and 16,384: an empty file holds no data blocks.
+  // next 1 GiB written), between 256 and 16,384. Their bytes count as used on disk, and as
+  // free for an insert.
   static size_t MaxSpares(const Config& config);
   const size_t max_spares_;
-  struct Spare {
-    Tier tier;
-    uint64_t id;
-  };
   std::vector<Spare> spares_ ABSL_GUARDED_BY(mu_);
+  uint64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;   // of spares_
   size_t spares_claimed_ ABSL_GUARDED_BY(mu_) = 0;  // room in spares_ taken by Unlink calls in flight
 
   // Forgotten entries waiting for forget_thread_ (their bytes are in deleting_bytes_).

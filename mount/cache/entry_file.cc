@@ -188,12 +188,10 @@ std::vector<uint64_t> PageSums(std::string_view data) {
 
 std::string SpareFileName(uint64_t id) { return "spare-" + EntryFileName(id); }
 
+std::string SpareFile::name() const { return entry_name ? EntryFileName(id) : SpareFileName(id); }
+
 absl::Status MakeSpare(int dirfd, uint64_t id) {
-  std::string name = EntryFileName(id);
-  Fd fd(::openat(dirfd, name.c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) return ErrnoStatus("cache: empty entry");
-  if (::close(fd.release()) != 0) return ErrnoStatus("cache: close emptied entry");
-  std::string spare = SpareFileName(id);
+  std::string name = EntryFileName(id), spare = SpareFileName(id);
   if (::renameat(dirfd, name.c_str(), dirfd, spare.c_str()) != 0) return ErrnoStatus("cache: rename entry");
   return absl::OkStatus();
 }
@@ -203,7 +201,7 @@ absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
                                         SpareFile* spare) {
   if (entry.fid.empty() || entry.fid.size() > f::kMaxFidLen || data.size() != entry.data_len ||
       sums.size() != PageCount(data.size())) {
-    if (spare != nullptr) ::unlinkat(spare->dirfd, SpareFileName(spare->id).c_str(), 0);
+    if (spare != nullptr) ::unlinkat(spare->dirfd, spare->name().c_str(), 0);
     return absl::InvalidArgumentError("cache: entry fid, size or checksums out of range");
   }
   std::string name = EntryFileName(entry.id);
@@ -213,9 +211,10 @@ absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
     // inode is searched for past every one freed in the last minutes, which a cache that
     // evicts as fast as it inserts frees all the time: that search was half of the mount's
     // CPU in a sequential write.
-    std::string from = SpareFileName(spare->id);
+    std::string from = spare->name();
     if (::renameat2(spare->dirfd, from.c_str(), dirfd, name.c_str(), RENAME_NOREPLACE) == 0) {
-      // Empty already. Not O_TRUNC: ext4 takes a truncate to 0 for a file being replaced and
+      // Written over in place: its blocks are allocated already and its pages may still be in
+      // the page cache. Not O_TRUNC: ext4 takes a truncate to 0 for a file being replaced and
       // starts its writeback at close (auto_da_alloc), which made reuse slower than creating.
       flags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
     } else {
@@ -236,6 +235,12 @@ absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
   absl::Status status = PwritevFull(fd.get(), iov, 2);
   struct stat st;
   if (status.ok() && ::fstat(fd.get(), &st) != 0) status = ErrnoStatus("cache: stat entry");
+  // A spare longer than this entry: its tail goes (the size is part of the format).
+  const off_t size = static_cast<off_t>(header.size() + data.size());
+  if (status.ok() && st.st_size > size) {
+    if (::ftruncate(fd.get(), size) != 0 || ::fstat(fd.get(), &st) != 0)
+      status = ErrnoStatus("cache: cut entry");
+  }
   if (status.ok() && ::close(fd.release()) != 0) status = ErrnoStatus("cache: close entry");
   if (!status.ok()) {
     ::unlinkat(dirfd, name.c_str(), 0);

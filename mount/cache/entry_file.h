@@ -62,24 +62,31 @@ bool ParseEntryFileName(std::string_view name, uint64_t* id);
 // reused (not an entry name: a scan on open removes it).
 std::string SpareFileName(uint64_t id);
 
-// An emptied file to reuse: dirfd/SpareFileName(id). WriteEntryFile sets reused when it wrote
-// the entry into it.
+// A former entry's file to reuse, its blocks kept: dirfd/SpareFileName(id), or with
+// entry_name still dirfd/EntryFileName(id) (a deleted blob's entry taken before it was renamed).
+// WriteEntryFile sets reused when it wrote the entry into it.
 struct SpareFile {
   int dirfd = -1;
   uint64_t id = 0;
+  bool entry_name = false;
   bool reused = false;
+
+  std::string name() const;
 };
 
-// Empties dirfd/EntryFileName(id) and renames it SpareFileName(id) in the same directory. On
-// failure the file may be left emptied under its entry name (the caller unlinks it).
+// Renames dirfd/EntryFileName(id) SpareFileName(id) in the same directory, its blocks (and the
+// page cache's copy of them) kept for the entry written into it next: emptying it would free
+// them (a discard per file on a file system mounted with -o discard) and the next write would
+// allocate them again, on fresh pages. On failure the file is left under its entry name.
 absl::Status MakeSpare(int dirfd, uint64_t id);
 
 // Creates dirfd/EntryFileName(entry.id) (it must not exist) holding data, whose page checksums
 // are sums (PageSums(data)), unsynced and through the page cache (the kernel writes it back
 // later, after the volume server's writes that fsyncs wait for). With spare, that file is renamed
-// to the entry's name and written instead of a new one being created (when the rename fails, the
-// spare is removed and a file created). Returns the bytes it occupies (st_blocks * 512). On
-// failure nothing is left behind, spare included.
+// to the entry's name and written over instead of a new one being created, and cut to the
+// entry's size if it was longer (when the rename fails, the spare is removed and a file created).
+// Returns the bytes it occupies (st_blocks * 512). On failure nothing is left behind, spare
+// included.
 absl::StatusOr<uint64_t> WriteEntryFile(int dirfd, const EntryRef& entry,
                                         const std::vector<uint64_t>& sums, std::string_view data,
                                         SpareFile* spare = nullptr);

@@ -51,6 +51,10 @@ TieredCache::TieredCache(CacheOptions options, TierLayout layout)
           "kelp_cache_used_bytes", "Disk bytes used by cache entries (as du counts them).",
           [this, t] { return static_cast<double>(GetStats().tiers[t].bytes); }, l));
     }
+    metric_callbacks_.push_back(r->AddCallback(
+        "kelp_cache_spare_bytes",
+        "Disk bytes held by evicted entries' files kept for the next writes (spares).",
+        [this] { return static_cast<double>(GetStats().disk_spare_bytes); }));
     metric_callbacks_.push_back(
         r->AddCallback("kelp_cache_memory_bytes", "Bytes held by the cache's memory layer.",
                        [this] { return static_cast<double>(GetStats().memory_bytes); }));

@@ -142,7 +142,7 @@ TEST_CASE("du of the cache directory never exceeds the capacity") {
   CHECK(std::filesystem::exists(dir + "/" + format::kIndexFile));
 }
 
-TEST_CASE("evicted entries' files are emptied and reused, and no spare outlives the cache") {
+TEST_CASE("evicted entries' files are reused, blocks and all, and no spare outlives the cache") {
   TempDir tmp;
   std::string dir = tmp.Sub("c");
   CacheOptions o = TestOptions(dir, 8 * kMiB);
@@ -189,13 +189,15 @@ TEST_CASE("a deleted blob's entries wait as spares for the next writes (up to on
   constexpr int kBlocks = 300;
   for (int i = 0; i < kBlocks; ++i) REQUIRE_FALSE(ReadThrough(*cache, fid(i), 4 * kMiB, 0, 4096, &out));
   for (int i = 0; i < kBlocks; ++i) cache->Forget(fid(i), 4 * kMiB);
-  // They go in the background: wait until the last of them is a spare.
+  // They go in the background: wait until the last of them is a spare. A spare keeps its
+  // blocks (the next entry is written over them), so they still count on disk.
+  const uint64_t entry_size = EntryFileSize(fid(0).size(), 256 * 1024);
   auto spares = [&] {
     size_t n = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir + "/large")) {
       if (!e.path().filename().string().starts_with("spare-")) continue;
       ++n;
-      CHECK(e.file_size() == 0);
+      CHECK(e.file_size() == entry_size);
     }
     return n;
   };
@@ -209,10 +211,66 @@ TEST_CASE("a deleted blob's entries wait as spares for the next writes (up to on
   CHECK(s.tiers[2].forgotten == kBlocks);
   CHECK(s.files_reused == kBlocks);  // no file created for them
   CHECK(s.disk_errors == 0);
+  CHECK(DiskUsage(dir) <= 200 * kMiB);
   for (int i = 0; i < kBlocks; i += 37) {
     CHECK(ReadThrough(*cache, fid(kBlocks + i), 4 * kMiB, 200000, 8192, &out));
     CHECK(out == BlobBytes(fid(kBlocks + i), 200000, 8192));
   }
+}
+
+TEST_CASE(
+    "an entry written into a longer spare is cut to its own size, and spares never keep the cache "
+    "past its capacity") {
+  TempDir tmp;
+  std::string dir = tmp.Sub("c");
+  CacheOptions o = TestOptions(dir, 8 * kMiB);
+  o.memory_bytes = 0;
+  auto cache = MustOpen(o);
+  std::string out;
+  // Full 256 KiB blocks of one blob, then the blob deleted: its files become spares.
+  for (int b = 0; b < 8; ++b)
+    REQUIRE_FALSE(ReadThrough(*cache, "16,full", 4 * kMiB, b * 256 * 1024, 4096, &out));
+  cache->Forget("16,full", 4 * kMiB);
+  auto count = [&](std::string_view prefix) {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/large")) {
+      if (e.path().filename().string().starts_with(prefix)) ++n;
+    }
+    return n;
+  };
+  REQUIRE(testing::Eventually([&] { return count("spare-") == 8; }));
+  CHECK(cache->GetStats().disk_spare_bytes >= 8 * 256 * 1024);
+  // The last block of a blob 4 MiB + 10,000 bytes long holds 10,000 bytes.
+  const uint64_t blob = 4 * kMiB + 10000;
+  REQUIRE_FALSE(ReadThrough(*cache, "16,tail", blob, 4 * kMiB, 10000, &out));
+  REQUIRE(out == BlobBytes("16,tail", 4 * kMiB, 10000));
+  CHECK(cache->GetStats().files_reused == 1);
+  CHECK(count("spare-") == 7);
+  CHECK(cache->GetStats().disk_spare_bytes < 8 * 256 * 1024);
+  size_t cut = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/large")) {
+    uint64_t id;
+    if (!ParseEntryFileName(e.path().filename().string(), &id)) continue;
+    CHECK(e.file_size() == EntryFileSize(std::string("16,tail").size(), 10000));
+    ++cut;
+  }
+  CHECK(cut == 1);
+  CHECK(ReadThrough(*cache, "16,tail", blob, 4 * kMiB + 5000, 5000, &out));
+  CHECK(out == BlobBytes("16,tail", 4 * kMiB + 5000, 5000));
+  // Many more blocks than the capacity holds, each into a spare or a new file: the files on
+  // disk, spares included, stay within it.
+  for (int i = 0; i < 60; ++i) {
+    REQUIRE_FALSE(ReadThrough(*cache, "16,b" + std::to_string(i), 4 * kMiB, 0, 4096, &out));
+    REQUIRE(DiskUsage(dir) <= 8 * kMiB);
+  }
+  CHECK(cache->GetStats().disk_errors == 0);
+  // Reopened from its headers alone, the cache finds every entry whole.
+  cache.reset();
+  std::filesystem::remove(dir + "/" + format::kIndexFile);
+  auto reopened = MustOpen(o);
+  CHECK(ReadThrough(*reopened, "16,b59", 4 * kMiB, 0, 4096, &out));
+  CHECK(out == BlobBytes("16,b59", 0, 4096));
+  CHECK(reopened->GetStats().disk_errors == 0);
 }
 
 // A deleted file's entries leave in the background: a few at a time while the cache's files fit
@@ -265,10 +323,13 @@ TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when thei
   CHECK(testing::Eventually([&] { return entry_files() < kBlocks; }));
   CHECK(entry_files() >= kBlocks - 16);
   SECTION("an insert that needs their room") {
-    // 30 MiB of new blocks: with the 16 MiB still on disk, past the 40 MiB capacity.
+    // 30 MiB of new blocks: with the 16 MiB still on disk, past the 40 MiB capacity. The first
+    // 64 go over the files of the deleted blocks: the first batch's spares, then the files the
+    // forget thread has not reached (no new file while one of those is there).
     for (int i = 0; i < 120; ++i) {
       REQUIRE_FALSE(ReadThrough(*cache, fid(1000 + i), 4 * kMiB, 0, 4096, &out));
       REQUIRE(out == BlobBytes(fid(1000 + i), 0, 4096));
+      if (i == kBlocks - 1) CHECK(cache->GetStats().files_reused == kBlocks);
     }
     // As many as it takes for the files to fit the capacity again, not an entry evicted.
     CHECK(testing::Eventually([&] { return testing::DiskUsage(dir) <= o.capacity_bytes; }));
