@@ -33,6 +33,13 @@ using testing::TestOptions;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kKiB = 1 << 10;
 
+// Disk tiers only: every read that misses goes to the entry files.
+CacheOptions DiskOnlyOptions(const std::string& dir, uint64_t capacity) {
+  CacheOptions o = TestOptions(dir, capacity);
+  o.memory_bytes = 0;
+  return o;
+}
+
 struct Blob {
   std::string fid;
   uint64_t size;
@@ -145,8 +152,7 @@ TEST_CASE("du of the cache directory never exceeds the capacity") {
 TEST_CASE("evicted entries' files are reused, blocks and all, and no spare outlives the cache") {
   TempDir tmp;
   std::string dir = tmp.Sub("c");
-  CacheOptions o = TestOptions(dir, 8 * kMiB);
-  o.memory_bytes = 0;
+  CacheOptions o = DiskOnlyOptions(dir, 8 * kMiB);
   auto cache = MustOpen(o);
   std::string out;
   // 100 blocks of 256 KiB through a large tier of about 4 MiB: most are evicted.
@@ -181,8 +187,7 @@ TEST_CASE("evicted entries' files are reused, blocks and all, and no spare outli
 TEST_CASE("a deleted blob's entries wait as spares for the next writes (up to one per large block of the capacity)") {
   TempDir tmp;
   std::string dir = tmp.Sub("c");
-  CacheOptions o = TestOptions(dir, 200 * kMiB);  // room for 800 spares: more than 256
-  o.memory_bytes = 0;
+  CacheOptions o = DiskOnlyOptions(dir, 200 * kMiB);  // room for 800 spares: more than 256
   auto cache = MustOpen(o);
   std::string out;
   auto fid = [](int i) { return "15,s" + std::to_string(i); };
@@ -223,8 +228,7 @@ TEST_CASE(
     "past its capacity") {
   TempDir tmp;
   std::string dir = tmp.Sub("c");
-  CacheOptions o = TestOptions(dir, 8 * kMiB);
-  o.memory_bytes = 0;
+  CacheOptions o = DiskOnlyOptions(dir, 8 * kMiB);
   auto cache = MustOpen(o);
   std::string out;
   // Full 256 KiB blocks of one blob, then the blob deleted: its files become spares.
@@ -278,8 +282,7 @@ TEST_CASE(
 TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when their room is needed") {
   TempDir tmp;
   std::string dir = tmp.Sub("c");
-  CacheOptions o = TestOptions(dir, 40 * kMiB);
-  o.memory_bytes = 0;
+  CacheOptions o = DiskOnlyOptions(dir, 40 * kMiB);
   o.forget_pause_ms = 3'600'000;  // after the first batch, only need or close moves them
   // The first deletion waits here until every Forget is queued, so exactly one batch (of up to
   // 16) goes before the pause, whatever the threads' timing.
@@ -351,8 +354,7 @@ TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when thei
 TEST_CASE("an insert goes in while another insert's evicted entries are still being deleted") {
   TempDir tmp;
   std::string dir = tmp.Sub("c");
-  CacheOptions o = TestOptions(dir, 8 * kMiB);
-  o.memory_bytes = 0;
+  CacheOptions o = DiskOnlyOptions(dir, 8 * kMiB);
   std::mutex mu;
   std::condition_variable cv;
   bool armed = false, held = false, released = false;
