@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -94,7 +95,8 @@ void DiskCache::Load(ScanResult scan) {
       for (ScannedEntry& e : scan.tiers[t]) {
         uint64_t key = BlockKey(e.meta.fid, e.meta.block_offset);
         if (ts.index.contains(key)) {  // the same block twice (a crash between two sessions)
-          victims.push_back({static_cast<Tier>(t), e.meta.id, 0, nullptr});
+          // Deleted, not kept as a spare: its bytes are counted nowhere.
+          victims.push_back({static_cast<Tier>(t), e.meta.id, 0, nullptr, /*reusable=*/false});
           ++duplicates;
           continue;
         }
@@ -258,12 +260,15 @@ std::vector<DiskCache::Spare> DiskCache::TrimSparesLocked() {
   // left, and trims after itself.
   uint64_t writing = 0;
   for (const TierState& t : tiers_) writing += t.writing_bytes;
-  while (!spares_.empty() && UsedLocked() - deleting_bytes_ - writing > budget) {
-    trimmed.push_back(spares_.front());
-    spares_.erase(spares_.begin());
-    spare_bytes_ -= trimmed.back().bytes;
-    deleting_bytes_ += trimmed.back().bytes;
+  uint64_t over = UsedLocked() - deleting_bytes_ - writing;
+  size_t n = 0;
+  for (; n < spares_.size() && over > budget; ++n) {
+    over -= spares_[n].bytes;
+    spare_bytes_ -= spares_[n].bytes;
+    deleting_bytes_ += spares_[n].bytes;
   }
+  trimmed.assign(spares_.begin(), spares_.begin() + static_cast<std::ptrdiff_t>(n));
+  spares_.erase(spares_.begin(), spares_.begin() + static_cast<std::ptrdiff_t>(n));
   return trimmed;
 }
 

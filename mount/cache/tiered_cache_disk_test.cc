@@ -2,6 +2,7 @@
 // restarts, foreign or damaged directories, full and read-only filesystems.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -325,6 +326,8 @@ TEST_CASE("forgotten entries' files go at a gentle pace, at full speed when thei
   // The first batch goes, then the rest waits: the files fit the capacity.
   CHECK(testing::Eventually([&] { return entry_files() < kBlocks; }));
   CHECK(entry_files() >= kBlocks - 16);
+  // The whole first batch became spares (they land together, after its last rename).
+  REQUIRE(testing::Eventually([&] { return cache->GetStats().disk_spare_bytes > 0; }));
   SECTION("an insert that needs their room") {
     // 30 MiB of new blocks: with the 16 MiB still on disk, past the 40 MiB capacity. The first
     // 64 go over the files of the deleted blocks: the first batch's spares, then the files the
@@ -504,6 +507,34 @@ TEST_CASE("on restart, torn and foreign files in tier directories are removed") 
   CHECK_FALSE(std::filesystem::exists(tmp.Sub("medium/junk.tmp")));
   CHECK_FALSE(std::filesystem::exists(tmp.Sub("large/" + SpareFileName(9))));
   CHECK_FALSE(std::filesystem::exists(tmp.Sub("small/00000000000000zz")));
+}
+
+// Two sessions' files for one block (a crash between them): the scan keeps one and deletes the
+// other, blocks and all, rather than keep it as a spare its accounting knows nothing of.
+TEST_CASE("a block found twice at open keeps one file, and the other goes") {
+  TempDir tmp;
+  const std::string fid = "18,dup";
+  {
+    auto cache = MustOpen(DiskOnlyOptions(tmp.path(), 64 * kMiB));
+    std::string out;
+    REQUIRE_FALSE(ReadThrough(*cache, fid, 4 * kMiB, 0, 4096, &out));
+  }
+  std::filesystem::remove(tmp.Sub(format::kIndexFile));
+  std::string data = BlobBytes(fid, 0, 256 * kKiB);
+  EntryRef ref{fid, 4 * kMiB, 0, static_cast<uint32_t>(data.size()), Tier::kLarge, 1'000'000};
+  int dirfd = ::open(tmp.Sub("large").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(dirfd >= 0);
+  const bool written = WriteEntryFile(dirfd, ref, PageSums(data), data).ok();
+  ::close(dirfd);
+  REQUIRE(written);
+  REQUIRE(CountFiles(tmp.Sub("large")) == 2);
+  auto cache = MustOpen(DiskOnlyOptions(tmp.path(), 64 * kMiB));
+  CHECK(cache->GetStats().tiers[2].entries == 1);
+  CHECK(cache->GetStats().disk_spare_bytes == 0);
+  CHECK(testing::Eventually([&] { return CountFiles(tmp.Sub("large")) == 1; }));
+  std::string out;
+  CHECK(ReadThrough(*cache, fid, 4 * kMiB, 8192, 4096, &out));
+  CHECK(out == BlobBytes(fid, 8192, 4096));
 }
 
 TEST_CASE("a directory of another version, layout or in bad shape is wiped, nothing else") {
