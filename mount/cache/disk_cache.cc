@@ -453,7 +453,7 @@ bool DiskCache::Read(Tier tier, const BlockId& block, uint64_t offset, size_t le
   }
   file.reset();
   // A Drop that finds the entry gone means it was evicted during the read: its file may be
-  // gone, or emptied and reused by another block (which the checksums caught). A plain miss,
+  // gone, or written over by another block as a spare (which the checksums caught). A plain miss,
   // not counted.
   if (absl::IsNotFound(s)) {
     // Evicted since the lookup (then this is a no-op), or deleted behind our back.

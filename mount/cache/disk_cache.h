@@ -157,7 +157,8 @@ class DiskCache {
   // MaxSpares() of them, no longer open anywhere, are kept as spares instead (their bytes move
   // to spare_bytes_).
   void Unlink(std::vector<Victim> victims) ABSL_LOCKS_EXCLUDED(mu_);
-  // forget_thread_: deletes forgotten_ a batch at a time until Close.
+  // forget_thread_: makes forgotten_ spares (or deletes them past MaxSpares()) a batch at a
+  // time until Close.
   void ForgetLoop() ABSL_LOCKS_EXCLUDED(mu_);
   static constexpr size_t kForgetBatch = 16;
   // Takes published entry `it` of tier t out of the index (its bytes leave live_bytes) and
@@ -212,7 +213,8 @@ class DiskCache {
   uint64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;   // of spares_
   size_t spares_claimed_ ABSL_GUARDED_BY(mu_) = 0;  // room in spares_ taken by Unlink calls in flight
 
-  // Forgotten entries waiting for forget_thread_ (their bytes are in deleting_bytes_).
+  // Forgotten entries waiting for forget_thread_, or for an insert that finds no spare to take
+  // one (their bytes are in deleting_bytes_).
   std::deque<Victim> forgotten_ ABSL_GUARDED_BY(mu_);
   bool forget_stop_ ABSL_GUARDED_BY(mu_) = false;  // Close: delete what is left at full speed, end
   CondVar forget_cv_;
