@@ -75,6 +75,15 @@ def main():
                            "bytes= 7 - 9 ", "items=0-1", "\"abc\", W/\"def\""]):
         put("range_fuzz", f"r{i}", struct.pack("<Q", 1000 * (i + 1)) + h.encode())
 
+    # ---- a volume server's answer to a local read (local_read_fuzz): an HTTP response head ----
+    put("local_read_fuzz", "ok", "HTTP/1.1 200 OK\r\nX-Kelp-Dat: /var/lib/kelp/3.dat\r\n"
+        "X-Kelp-Needle-Offset: 4096\r\nX-Kelp-Needle-Size: 4194304\r\nContent-Length: 0\r\n\r\n")
+    put("local_read_fuzz", "unaligned", "HTTP/1.1 200 OK\r\nX-Kelp-Dat: /d/1.dat\r\n"
+        "X-Kelp-Needle-Offset: 4097\r\nX-Kelp-Needle-Size: 10\r\nContent-Length: 0\r\n\r\n")
+    put("local_read_fuzz", "relative", "HTTP/1.1 200 OK\r\nX-Kelp-Dat: d/1.dat\r\n"
+        "X-Kelp-Needle-Offset: 8\r\nX-Kelp-Needle-Size: 18446744073709551616\r\n\r\n")
+    put("local_read_fuzz", "refused", "HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\n{}")
+
     # ---- file ids (file_id_fuzz) ----
     for i, s in enumerate(["3,01637037d6", "1,ff00000001", "7,01637037d6_3", "4294967295,ffffffffffffffff00000000",
                            "0,01637037d6", "3,", "3,0163703"]):

@@ -70,6 +70,7 @@ int MountMain(int argc, char** argv) {
   bo.replication = opts.replication;
   bo.collection = opts.collection;
   bo.metric_prefix = "kelp_mount_blob";
+  bo.local_reads = opts.local_reads;
   volume::BlobClient blobs(
       volume::Coordinator{[&meta](const cluster::AssignRequest& r) { return meta.Assign(r); },
                           [&meta](const cluster::LookupVolumeRequest& r) { return meta.LookupVolume(r); }, nullptr},

@@ -76,6 +76,10 @@ void AddMountFlags(FlagSet& flags, MountOptions& o) {
       "before it sleeps: a program's next request is then read without a wake-up (not while the "
       "mount's own uploads, unlinks behind or read-ahead run); 0 = sleep at once");
   flags.Add("readAheadMB", &o.read_ahead_mb, "read-ahead window for sequential readers, in MiB; 0 = none");
+  flags.Add("localReads", &o.local_reads,
+            "read whole blobs of volume servers on this machine (on a loopback address) straight "
+            "from their .dat files, and keep no copy of those read-ahead or written in the read "
+            "cache; false = every read over HTTP");
   flags.Add("rpcTimeoutMs", &o.rpc_timeout_ms, "timeout of one metadata RPC, in ms");
   flags.Add(
       "rpcReplyPollMicros", &o.rpc_reply_poll_us,

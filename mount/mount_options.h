@@ -77,6 +77,10 @@ struct MountOptions {
   // Read-ahead window for sequential readers, in MiB; 0 = none. Up to 16 windows are held
   // in memory at once. Default: 4.
   uint64_t read_ahead_mb = 4;
+  // Whole blobs of volume servers on this machine are read from their .dat files, and left out
+  // of the read cache's write-through and read-ahead copies (docs/mount.md, "Local reads").
+  // Default: true.
+  bool local_reads = true;
   // Timeout of one metadata RPC, in ms. Default: 10000.
   int rpc_timeout_ms = 10000;
   // How long at most a thread alone waiting for a filer reply polls the socket before it

@@ -25,6 +25,9 @@ ChunkFetcher::ChunkFetcher(BlobStore* blobs, ChunkCache* cache, ThreadPool* pool
       reg.GetCounter("kelp_mount_cache_fills_declined_total",
                      "misses that left their blocks uncached because the cache was full "
                      "(one in full_fill_every fetches them)");
+  local_skips_ = reg.GetCounter("kelp_mount_cache_local_skips_total",
+                                "blobs written or read ahead that the cache did not take, since a "
+                                "read-ahead window reads them from a local volume's file");
 }
 
 ChunkFetcher::~ChunkFetcher() {
@@ -117,8 +120,15 @@ bool ChunkFetcher::FillInBackground(const std::string& fid, uint64_t blob_size, 
   return queued;
 }
 
+bool ChunkFetcher::ReadsLocally(const std::string& fid, uint64_t blob_size) {
+  if (opts_.window == 0 || blob_size <= opts_.window / 2 || blob_size > opts_.window) return false;
+  if (!blobs_->ReadsLocally(fid)) return false;
+  local_skips_->Inc();
+  return true;
+}
+
 void ChunkFetcher::OnUploaded(const std::string& fid, std::string_view blob) {
-  if (cache_ == nullptr || !cache_->write_through()) return;
+  if (cache_ == nullptr || !cache_->write_through() || ReadsLocally(fid, blob.size())) return;
   InsertBlocks(fid, blob.size(), 0, blob);
 }
 
@@ -140,7 +150,7 @@ void ChunkFetcher::LoadWindow(const std::string& fid, uint64_t blob_size, uint64
     // the cache) are the ones this reader needs next: each miss then made the next one, and a
     // 1 GiB file written through a 1000 MiB cache was read back almost entirely from the
     // volume servers while its blocks were written into the cache a second time.
-    if (s.ok() && cache_ != nullptr) {
+    if (s.ok() && cache_ != nullptr && !ReadsLocally(fid, blob_size)) {
       if (MayFill(n)) {
         InsertBlocks(fid, blob_size, start, std::string_view(data.get(), n));
       } else {

@@ -8,6 +8,13 @@
 // the background; a window that missed the cache is inserted under the same rule as a random
 // miss's blocks. Concurrent readers of one window wait for a single fetch.
 //
+// A blob that one window reads whole and that is more than half a window long (a stream's
+// chunk), on a volume server on this machine (BlobStore::ReadsLocally), is neither written
+// through nor inserted after a window read: its window comes straight from the volume's file,
+// as cheaply as from the cache's, and a second copy on the same disk would cost the write its
+// page-cache pages and the cache its room (docs/mount.md, "Local reads"). Random reads of it
+// still fill the cache.
+//
 // Thread-safety: every method may be called from any thread. mu_ guards the window table and
 // is never held across a fetch.
 #pragma once
@@ -118,6 +125,9 @@ class ChunkFetcher {
   // into the cache: always while they fit, one miss in full_fill_every once they would push
   // others out.
   bool MayFill(uint64_t n);
+  // Whether the cache leaves blob fid out because read-ahead windows read it from a local
+  // volume's file (see the top of this file); counts local_skips_ when so.
+  bool ReadsLocally(const std::string& fid, uint64_t blob_size);
   void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   BlobStore* const blobs_;
@@ -130,6 +140,7 @@ class ChunkFetcher {
   Counter* fills_;
   Counter* fills_skipped_;
   Counter* fills_declined_;
+  Counter* local_skips_;
   std::atomic<uint64_t> full_misses_{0};  // misses that found the cache full
   const std::shared_ptr<BufferPool> buffers_;  // of opts_.window bytes
 

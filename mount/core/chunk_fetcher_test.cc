@@ -196,6 +196,46 @@ TEST_CASE("with room in the cache every read-ahead window goes into it") {
   CHECK(t.blobs.gets() == gets);  // all from the cache
 }
 
+TEST_CASE(
+    "a blob a window reads whole from a local volume is neither written through nor kept after a "
+    "window read") {
+  CachedBlob t(31);
+  t.blobs.reads_locally = true;
+  ChunkFetcher::Options o;  // the window is the whole 4 MiB blob
+  REQUIRE(o.window == t.blob.size());
+  ChunkFetcher f(&t.blobs, t.cache.get(), nullptr, o);
+  REQUIRE(t.cache->write_through());
+  std::string out(4096, '\0');
+  f.OnUploaded(t.fid, t.blob);
+  CHECK_FALSE(t.cache->Read(t.fid, t.blob.size(), 100, out.size(), out.data()));
+  ReadSequentially(f, t);
+  CHECK(t.blobs.gets() == 1);
+  CHECK_FALSE(t.cache->Read(t.fid, t.blob.size(), 100, out.size(), out.data()));
+
+  // A small blob (random reads' material) and one no window reads whole go in as before.
+  std::string small = t.blob.substr(0, o.window / 4);
+  auto small_fid = t.blobs.Put(small, false);
+  REQUIRE(small_fid.ok());
+  f.OnUploaded(*small_fid, small);
+  REQUIRE(t.cache->Read(*small_fid, small.size(), 100, out.size(), out.data()));
+  CHECK(out == small.substr(100, out.size()));
+  ChunkFetcher::Options half = o;
+  half.window = o.window / 2;
+  ChunkFetcher g(&t.blobs, t.cache.get(), nullptr, half);
+  g.OnUploaded(t.fid, t.blob);
+  REQUIRE(t.cache->Read(t.fid, t.blob.size(), 100, out.size(), out.data()));
+  CHECK(out == t.blob.substr(100, out.size()));
+}
+
+TEST_CASE("a blob a window reads whole goes into the cache when its volume is not local") {
+  CachedBlob t(37);
+  ChunkFetcher f(&t.blobs, t.cache.get(), nullptr, ChunkFetcher::Options{});
+  std::string out(4096, '\0');
+  f.OnUploaded(t.fid, t.blob);
+  REQUIRE(t.cache->Read(t.fid, t.blob.size(), 100, out.size(), out.data()));
+  CHECK(out == t.blob.substr(100, out.size()));
+}
+
 TEST_CASE("with room in the cache every miss fetches its block") {
   CachedBlob t(19);
   ChunkFetcher f(&t.blobs, t.cache.get(), nullptr, ChunkFetcher::Options{});

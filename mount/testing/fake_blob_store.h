@@ -20,7 +20,10 @@ class FakeBlobStore : public volume::BlobStore {
   absl::Status Get(std::string_view fid, uint64_t offset, uint64_t length, const volume::ByteSink& sink) override;
   void Discard(const std::vector<std::string>& fids) override;
   absl::Status SyncVolumes(const std::vector<uint32_t>& volume_ids) override;
+  bool ReadsLocally(std::string_view /*fid*/) override { return reads_locally.load(); }
 
+  // What ReadsLocally answers for every blob. Default: false.
+  std::atomic<bool> reads_locally{false};
   // Blobs go to volumes 1..volumes in turn (fid "<vid>,<n>00000000"). Default: 1.
   std::atomic<uint32_t> volumes{1};
   // Every SyncVolumes fails with this errno while set (0 = off).

@@ -9,7 +9,9 @@
 #   - -cacheCapacityMB=0 creates nothing under -cacheDir;
 #   - a long random-read workload keeps `du -s` of the cache dir within -cacheCapacityMB;
 #   - two mounts without -cacheDir each get a disk cache of their own (issue 16);
-#   - journaled bytes past -journalMemoryMB are read back from the cache, not reloaded (issue 13).
+#   - journaled bytes past -journalMemoryMB are read back from the cache, not reloaded (issue 13);
+#   - local reads: a stream's 4 MiB chunks are read from the volume's file, with no copy in the
+#     cache and no byte over HTTP; with -localReads=false, over HTTP (issue 13).
 # Usage: mount_cache_test.sh KELP_BINARY. Exit: 0 passed, 1 failed, 77 skipped.
 set -uo pipefail
 KELP=${1:-}
@@ -28,7 +30,9 @@ C=$T/c                    # the caching mount
 CACHE=$T/cache
 # -readAheadMB=1: read-ahead windows hold 16 MiB at most, less than big.bin, so a second pass
 # cannot be served from them: it is the disk cache or the network.
-CACHE_FLAGS=(-cacheCapacityMB=256 -cacheDir="$CACHE" -metricsPort="$MP" -readAheadMB=1)
+# -localReads=false: the volume server is on this machine, and with local reads a window that
+# reads a whole blob leaves it out of the cache (test_local_reads_of_a_stream below).
+CACHE_FLAGS=(-cacheCapacityMB=256 -cacheDir="$CACHE" -metricsPort="$MP" -readAheadMB=1 -localReads=false)
 
 # Data, written through a mount without cache (so nothing is cached by write-through).
 M=$T/w; do_mount "$M" -cacheCapacityMB=0
@@ -261,6 +265,41 @@ PY
   do_unmount "$j"
 }
 check journaled_bytes_past_the_memory_bound_read_from_cache
+
+test_local_reads_of_a_stream() {
+  local l=$T/l lp lu flags sum g0
+  lp=$(free_port)
+  lu="127.0.0.1:$lp"
+  flags=(-cacheCapacityMB=64 -cacheDir="$T/lcache" -metricsPort="$lp")  # -readAheadMB: 4, a chunk
+  do_mount "$l" "${flags[@]}"
+  sum=$(head -c $((12 << 20)) /dev/urandom | tee "$l/stream.bin" | sha256sum | cut -d' ' -f1)
+  echo "written: $(metric "$lu" kelp_mount_cache_local_skips_total) chunks left out of the cache," \
+    "$(metric "$lu" 'kelp_cache_inserts_total{tier="large"}') large-tier inserts"
+  test "$(metric "$lu" kelp_mount_cache_local_skips_total)" -ge 3
+  expect "large-tier inserts after the write" "$(metric "$lu" 'kelp_cache_inserts_total{tier="large"}')" 0
+  do_unmount "$l"
+  do_mount "$l" "${flags[@]}"  # nothing of the file left in the kernel's page cache
+  g0=$(volume_reads "$V")
+  expect "sha256 read back" "$(sha256sum <"$l/stream.bin" | cut -d' ' -f1)" "$sum"
+  echo "read: $(metric "$lu" kelp_mount_blob_local_reads_total) local reads," \
+    "$(($(volume_reads "$V") - g0)) bytes over HTTP"
+  test "$(metric "$lu" kelp_mount_blob_local_reads_total)" -ge 3
+  # Only the first reads, before the reader counts as a stream (the kernel sends several at
+  # once), are ranged reads over HTTP, whose blocks go into the cache as every random read's
+  # do: a quarter of the file at most (about 1 MiB in practice).
+  test "$(($(volume_reads "$V") - g0))" -le $((3 << 20))
+  test "$(metric "$lu" 'kelp_cache_inserts_total{tier="large"}')" -le 12
+  expect "local read fallbacks" "$(metric "$lu" kelp_mount_blob_local_read_fallbacks_total)" 0
+  do_unmount "$l"
+  do_mount "$l" "${flags[@]}" -localReads=false
+  g0=$(volume_reads "$V")
+  expect "sha256 read over HTTP" "$(sha256sum <"$l/stream.bin" | cut -d' ' -f1)" "$sum"
+  expect "local reads with -localReads=false" "$(metric "$lu" kelp_mount_blob_local_reads_total)" 0
+  test "$(($(volume_reads "$V") - g0))" -ge $((12 << 20))
+  rm -f "$l/stream.bin"
+  do_unmount "$l"
+}
+check local_reads_of_a_stream
 
 cd /
 do_unmount "$C" || true

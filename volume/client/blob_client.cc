@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "shared/log.h"
 #include "shared/status.h"
@@ -12,6 +13,12 @@ namespace kelp::volume {
 namespace {
 
 std::string UrlOf(const cluster::Location& l) { return l.url().empty() ? l.public_url() : l.url(); }
+
+// A server on this machine: "127.x.x.x:port", "localhost:port" or "[::1]:port".
+bool OnLoopback(std::string_view url) {
+  std::string_view host = url.substr(0, url.rfind(':'));
+  return host.substr(0, 4) == "127." || host == "localhost" || host == "[::1]";
+}
 
 // Failures another volume or server cannot fix: not worth a fresh assignment.
 bool Retryable(const absl::Status& s) {
@@ -35,6 +42,13 @@ BlobClient::BlobClient(Coordinator coordinator, VolumeClient* client, Options op
   put_retries_ = reg.GetCounter(p + "_put_retries_total", "Uploads retried on a fresh assignment.");
   get_failovers_ = reg.GetCounter(p + "_get_failovers_total", "Reads that failed on one replica.");
   syncs_ = reg.GetCounter(p + "_syncs_total", "Volume sync requests (fsync of data uploaded lazily).");
+  local_reads_ = reg.GetCounter(p + "_local_reads_total",
+                                "Whole blobs read straight from a local volume's file.");
+  local_read_bytes_ = reg.GetCounter(p + "_local_read_bytes_total",
+                                     "Bytes read straight from local volumes' files.");
+  local_fallbacks_ = reg.GetCounter(p + "_local_read_fallbacks_total",
+                                    "Local reads that failed and went to the server over HTTP.");
+  if (opts_.local_reads) local_reader_ = std::make_unique<LocalReader>(client_);
 }
 
 absl::StatusOr<BlobClient::Assigned> BlobClient::NextFid() {
@@ -132,17 +146,115 @@ absl::StatusOr<std::vector<std::string>> BlobClient::LocationsOf(uint32_t volume
   return urls;
 }
 
+std::string BlobClient::LocalReplica(const std::vector<std::string>& urls) {
+  MutexLock lock(mu_);
+  for (const std::string& u : urls) {
+    if (OnLoopback(u) && LocalStateLocked(u) != Local::kNo) return u;
+  }
+  return "";
+}
+
+BlobClient::Local BlobClient::LocalStateLocked(const std::string& url) {
+  auto it = local_state_.find(url);
+  if (it == local_state_.end()) return Local::kUntried;
+  if (it->second.state == Local::kNo &&
+      it->second.retry_after != std::chrono::steady_clock::time_point{} &&
+      std::chrono::steady_clock::now() >= it->second.retry_after) {
+    local_state_.erase(it);
+    return Local::kUntried;
+  }
+  return it->second.state;
+}
+
+void BlobClient::NoteLocal(const std::string& url, const absl::Status& s) {
+  LocalState state;
+  if (s.ok()) {
+    state.state = Local::kYes;
+  } else if (ErrnoOf(s) == EROFS || s.code() == absl::StatusCode::kPermissionDenied ||
+             s.code() == absl::StatusCode::kUnimplemented) {
+    state.state = Local::kNo;
+    spdlog::info("reading blobs of {} over HTTP, not from its files: {}", url, s);
+  } else if (s.code() == absl::StatusCode::kUnavailable) {
+    // Not answering: over HTTP (where its failures show) until it has had time to come back.
+    state.state = Local::kNo;
+    state.retry_after = std::chrono::steady_clock::now() + kLocalRetry;
+  } else {
+    return;
+  }
+  MutexLock lock(mu_);
+  local_state_[url] = state;
+}
+
+bool BlobClient::ReadsLocally(std::string_view fid) {
+  if (local_reader_ == nullptr) return false;
+  auto id = FileId::Parse(fid);
+  if (!id.ok()) return false;
+  auto urls = LocationsOf(id->volume_id, false);
+  if (!urls.ok()) return false;
+  for (const std::string& u : *urls) {
+    if (!OnLoopback(u)) continue;
+    Local state;
+    {
+      MutexLock lock(mu_);
+      state = LocalStateLocked(u);
+    }
+    if (state == Local::kYes) return true;
+    if (state == Local::kNo) continue;
+    absl::Status s = local_reader_->Probe(u, fid);
+    NoteLocal(u, s);
+    if (s.ok()) return true;
+  }
+  return false;
+}
+
 absl::Status BlobClient::Get(std::string_view fid, uint64_t offset, uint64_t length, const ByteSink& sink) {
   if (length == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(FileId id, FileId::Parse(fid));
+  // A server the local read could not reach: the first HTTP round leaves it out (a stopped
+  // server would cost the read its timeout twice).
+  std::string unreachable;
+  absl::Status last = PosixError(EIO, "no replica");
+  if (local_reader_ != nullptr && offset == 0) {
+    auto urls = LocationsOf(id.volume_id, false);
+    std::string url = urls.ok() ? LocalReplica(*urls) : "";
+    if (!url.empty()) {
+      std::string own;  // when the sink names no buffer to read into
+      char* dst = sink.into;
+      if (dst == nullptr || sink.into_size < length) {
+        own.resize(length);
+        dst = own.data();
+      }
+      absl::Status s = local_reader_->Read(url, fid, dst, length);
+      NoteLocal(url, s);
+      if (s.ok()) {
+        local_reads_->Inc();
+        local_read_bytes_->Inc(length);
+        return sink(std::string_view(dst, length));
+      }
+      // A part of a blob (FailedPrecondition) is read over HTTP, as is anything that failed;
+      // a blob the server does not have may be on another replica.
+      if (s.code() != absl::StatusCode::kFailedPrecondition && ErrnoOf(s) != ENOENT) {
+        local_fallbacks_->Inc();
+        spdlog::warn("local read of {} from {}'s file failed, reading it over HTTP: {}", fid, url,
+                     s);
+      }
+      if (s.code() == absl::StatusCode::kUnavailable) {
+        unreachable = url;
+        last = s;
+      }
+    }
+  }
   uint64_t done = 0;  // bytes the sink took: a second round goes on from there
   absl::Status sink_error;
-  absl::Status last = PosixError(EIO, "no replica");
   for (int round = 0; round < 2; ++round) {
     auto urls = LocationsOf(id.volume_id, round > 0);
     if (!urls.ok()) {
       last = urls.status();
       continue;
+    }
+    if (round == 0 && !unreachable.empty()) {
+      std::erase(*urls, unreachable);
+      if (urls->empty()) continue;
     }
     int failovers = 0;
     absl::Status s = ReadWithFailover(

@@ -8,6 +8,10 @@
 //   volume, maybe another server) unless no other volume can help (EFBIG, EINVAL).
 // - Volume locations come from LookupVolume, cached for location_ttl and looked up again when
 //   every cached replica failed; a read goes on from the next replica where one failed.
+// - Local reads (Options::local_reads): a whole-blob read from a replica on a loopback address
+//   comes straight from that server's .dat file (LocalReader, docs/volume-http.md), and over
+//   HTTP when that fails; a server that refuses them, or whose file this process cannot open,
+//   is not asked again.
 // - SyncVolumes sends one POST /sync per server holding the volumes (that server syncs the other
 //   replicas), falling back to every other holder of a volume whose sync failed.
 //
@@ -19,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +33,7 @@
 #include "shared/metrics.h"
 #include "shared/mutex.h"
 #include "volume/client/blob_store.h"
+#include "volume/client/local_reader.h"
 #include "volume/client/volume_client.h"
 
 namespace kelp::volume {
@@ -52,8 +58,12 @@ class BlobClient : public BlobStore {
     std::chrono::seconds location_ttl{600};
     // Attempts of one upload, each on a fresh assignment after the first. Default: 3.
     int put_attempts = 3;
+    // Whole-blob reads from volume servers on this machine read their .dat files (see above).
+    // Default: false.
+    bool local_reads = false;
     // Names the metrics: <prefix>_put_bytes_total, _get_bytes_total, _put_retries_total,
-    // _get_failovers_total, _syncs_total. Default: "kelp_blob".
+    // _get_failovers_total, _syncs_total, _local_reads_total, _local_read_fallbacks_total.
+    // Default: "kelp_blob".
     std::string metric_prefix = "kelp_blob";
   };
   // client must outlive this.
@@ -63,6 +73,7 @@ class BlobClient : public BlobStore {
   absl::Status Get(std::string_view fid, uint64_t offset, uint64_t length, const ByteSink& sink) override;
   absl::Status SyncVolumes(const std::vector<uint32_t>& volume_ids) override;
   void Discard(const std::vector<std::string>& fids) override;
+  bool ReadsLocally(std::string_view fid) override;
 
  private:
   // Fresh assignments a retry asks for while they point at a server that already failed it.
@@ -79,6 +90,22 @@ class BlobClient : public BlobStore {
   absl::StatusOr<Assigned> NextFid();
   void DropPool();
   absl::StatusOr<std::vector<std::string>> LocationsOf(uint32_t volume_id, bool refresh);
+  // What is known of a server's local reads: untried, working, or not for this process (for
+  // good when it refused or its file could not be opened; for kLocalRetry when it did not
+  // answer).
+  enum class Local { kUntried, kYes, kNo };
+  struct LocalState {
+    Local state = Local::kUntried;
+    std::chrono::steady_clock::time_point retry_after;  // zero: for good
+  };
+  static constexpr std::chrono::seconds kLocalRetry{30};
+  Local LocalStateLocked(const std::string& url) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The replica among urls a local read goes to ("" = none): the first on a loopback address
+  // that has not said no.
+  std::string LocalReplica(const std::vector<std::string>& urls);
+  // Records what a local read or probe of url said (see Local); other failures (a damaged
+  // needle, one that moved) change nothing.
+  void NoteLocal(const std::string& url, const absl::Status& s);
 
   const Coordinator coord_;
   VolumeClient* const client_;
@@ -88,6 +115,10 @@ class BlobClient : public BlobStore {
   Counter* put_retries_;
   Counter* get_failovers_;
   Counter* syncs_;
+  Counter* local_reads_;
+  Counter* local_read_bytes_;
+  Counter* local_fallbacks_;
+  std::unique_ptr<LocalReader> local_reader_;  // null without Options::local_reads
 
   Mutex mu_;
   // The current assignment: keys pool_base_.key + pool_next_ .. + pool_count_ - 1 are unused.
@@ -97,6 +128,7 @@ class BlobClient : public BlobStore {
   std::vector<std::string> pool_urls_ ABSL_GUARDED_BY(mu_);
   std::string pool_auth_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, Locations> locations_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, LocalState> local_state_ ABSL_GUARDED_BY(mu_);
 };
 
 // Reads [offset, offset + length) of one blob from its replicas in turn: read(url, off, len,

@@ -3,10 +3,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
+#include <memory>
 
 #include "shared/file_id.h"
+#include "shared/metrics.h"
 #include "shared/status.h"
 #include "shared/strings.h"
 #include "volume/server/test_server.h"
@@ -242,3 +247,150 @@ TEST_CASE("a replica that fails part way is resumed on the next one, no byte twi
   CHECK(asked.size() == 1);
 }
 
+namespace {
+
+// A BlobClient with local reads on one in-process volume server (real files, on 127.0.0.1).
+struct LocalSetup {
+  TestServer t;
+  TestCoordinator tc;
+  VolumeClient vc;
+  std::unique_ptr<BlobClient> bc;
+  kelp::Counter* local_reads;
+  kelp::Counter* fallbacks;
+
+  explicit LocalSetup(const std::string& prefix, bool local_reads_on = true) {
+    REQUIRE(t.server->store().Allocate(1, "", "000").ok());
+    tc.primary = t.addr();
+    tc.holders = {t.addr()};
+    BlobClient::Options o;
+    o.metric_prefix = prefix;
+    o.local_reads = local_reads_on;
+    bc = std::make_unique<BlobClient>(tc.Get(), &vc, o);
+    auto& reg = kelp::MetricsRegistry::Default();
+    local_reads = reg.GetCounter(prefix + "_local_reads_total", "");
+    fallbacks = reg.GetCounter(prefix + "_local_read_fallbacks_total", "");
+  }
+  std::string Put(const std::string& data) {
+    auto fid = bc->Put(data, false);
+    REQUIRE(fid.ok());
+    return *fid;
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "blob client: a whole blob on this machine is read from the volume's file, a part over HTTP") {
+  LocalSetup s("kelp_blob_local_test");
+  std::string data = RandomBlob(41, 3 << 20);
+  std::string fid = s.Put(data);
+  CHECK(s.bc->ReadsLocally(fid));
+
+  std::string in(data.size(), 'x');
+  InPlace sink{in};
+  REQUIRE(s.bc->Get(fid, 0, in.size(), sink.Sink()).ok());
+  CHECK(in == data);
+  CHECK(sink.elsewhere == 0);  // straight into the reader's buffer
+  CHECK(s.local_reads->value() == 1);
+
+  std::string part(1000, 'x');
+  REQUIRE(s.bc->Read(fid, 0, part.size(), part.data()).ok());
+  CHECK(part == data.substr(0, part.size()));
+  REQUIRE(s.bc->Read(fid, 5000, part.size(), part.data()).ok());
+  CHECK(part == data.substr(5000, part.size()));
+  CHECK(s.local_reads->value() == 1);
+  CHECK(s.fallbacks->value() == 0);
+
+  std::string nope(10, 'x');
+  CHECK(kelp::ErrnoOf(s.bc->Read(FileId{1, 999999, 0xabcdef}.ToString(), 0, 10, nope.data())) ==
+        ENOENT);
+  FileId wrong_cookie = *FileId::Parse(fid);
+  wrong_cookie.cookie ^= 1;
+  CHECK(kelp::ErrnoOf(s.bc->Read(wrong_cookie.ToString(), 0, 10, nope.data())) == ENOENT);
+  CHECK(nope == std::string(10, 'x'));
+}
+
+TEST_CASE("blob client: without local reads every read goes over HTTP") {
+  LocalSetup s("kelp_blob_nolocal_test", false);
+  std::string data = RandomBlob(43, 100000);
+  std::string fid = s.Put(data);
+  CHECK_FALSE(s.bc->ReadsLocally(fid));
+  std::string in(data.size(), 'x');
+  REQUIRE(s.bc->Read(fid, 0, in.size(), in.data()).ok());
+  CHECK(in == data);
+  CHECK(s.local_reads->value() == 0);
+}
+
+TEST_CASE(
+    "blob client: a blob whose bytes in the volume's file are damaged is an error, never its "
+    "bytes") {
+  LocalSetup s("kelp_blob_local_damaged_test");
+  std::string data = RandomBlob(47, 200000);
+  std::string fid = s.Put(data);
+  auto loc = s.vc.Locate(s.t.addr(), fid);
+  REQUIRE(loc.ok());
+  int fd = ::open(loc->dat_path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  char flipped = static_cast<char>(data[1234] ^ 0x40);
+  REQUIRE(::pwrite(fd, &flipped, 1, loc->offset + 16 + 1234) == 1);
+  ::close(fd);
+  std::string in(data.size(), 'x');
+  absl::Status r = s.bc->Read(fid, 0, in.size(), in.data());
+  CHECK(kelp::ErrnoOf(r) == EIO);  // the file's check failed, and so did the server's
+  CHECK(s.fallbacks->value() == 1);
+  CHECK(s.local_reads->value() == 0);
+}
+
+TEST_CASE(
+    "blob client: after a vacuum renamed a new file over the volume's, local reads open it again") {
+  LocalSetup s("kelp_blob_local_vacuum_test");
+  std::string gone = RandomBlob(53, 500000);
+  std::string kept = RandomBlob(59, 300000);
+  std::string gone_fid = s.Put(gone);
+  std::string kept_fid = s.Put(kept);
+  std::string in(kept.size(), 'x');
+  REQUIRE(s.bc->Read(kept_fid, 0, in.size(), in.data()).ok());  // opens the .dat
+  CHECK(s.local_reads->value() == 1);
+  REQUIRE(s.vc.Delete(s.t.addr(), gone_fid).ok());
+  std::shared_ptr<Volume> v = s.t.server->store().Get(1);
+  REQUIRE(v);
+  auto compacted = v->Compact();
+  REQUIRE(compacted.ok());
+  // The needle moved to the front of the new file; the open one still has the old bytes there.
+  auto loc = s.vc.Locate(s.t.addr(), kept_fid);
+  REQUIRE(loc.ok());
+  CHECK(loc->offset < gone.size());
+  in.assign(kept.size(), 'x');
+  REQUIRE(s.bc->Read(kept_fid, 0, in.size(), in.data()).ok());
+  CHECK(in == kept);
+  CHECK(s.local_reads->value() == 2);
+  CHECK(s.fallbacks->value() == 0);
+}
+
+TEST_CASE(
+    "blob client: a local server that does not answer is left for the next replica, then skipped") {
+  LocalSetup s("kelp_blob_local_dead_test");
+  std::string data = RandomBlob(61, 400000);
+  std::string fid = s.Put(data);
+  // Another replica on this machine first, one nobody listens on.
+  s.tc.holders = {"127.0.0.1:1", s.t.addr()};
+  BlobClient::Options o;
+  o.metric_prefix = "kelp_blob_local_dead_test2";
+  o.local_reads = true;
+  BlobClient bc(s.tc.Get(), &s.vc, o);
+  kelp::Counter* reads = kelp::MetricsRegistry::Default().GetCounter(
+      "kelp_blob_local_dead_test2_local_reads_total", "");
+  kelp::Counter* fallbacks = kelp::MetricsRegistry::Default().GetCounter(
+      "kelp_blob_local_dead_test2_local_read_fallbacks_total", "");
+  std::string in(data.size(), 'x');
+  REQUIRE(bc.Read(fid, 0, in.size(), in.data()).ok());  // over HTTP from the live one
+  CHECK(in == data);
+  CHECK(fallbacks->value() == 1);
+  CHECK(reads->value() == 0);
+  in.assign(data.size(), 'x');
+  REQUIRE(bc.Read(fid, 0, in.size(), in.data()).ok());  // the dead one is not tried again
+  CHECK(in == data);
+  CHECK(reads->value() == 1);
+  CHECK(fallbacks->value() == 1);
+  CHECK(bc.ReadsLocally(fid));
+}

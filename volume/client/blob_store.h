@@ -76,6 +76,11 @@ class BlobStore {
   // Best-effort delete of blobs that nothing references (an upload whose commit failed).
   virtual void Discard(const std::vector<std::string>& fids) = 0;
 
+  // Whether a whole read of blob fid comes straight from a volume file on this machine
+  // (BlobClient's local reads): as cheap as a read cache on the same disk, so a cache need not
+  // keep a copy of it. May ask the blob's server once (the answer is kept per server).
+  virtual bool ReadsLocally(std::string_view /*fid*/) { return false; }
+
   // Get into a buffer of len bytes (received straight into it where the transport can).
   absl::Status Read(std::string_view fid, uint64_t offset, size_t len, char* dst) {
     size_t got = 0;

@@ -175,6 +175,21 @@ absl::StatusOr<std::string> VolumeClient::Read(std::string_view location, std::s
   return out;
 }
 
+absl::StatusOr<NeedleLocation> VolumeClient::Locate(std::string_view location,
+                                                    std::string_view fid) {
+  std::string what = kelp::StrCat("locate ", fid, " on ", location);
+  http::Headers h;
+  h.Set(kLocalReadHeader, "1");
+  SetAuth(&h, {}, false, fid);
+  auto resp = http_.Do("GET", location, Target(fid), h);
+  if (!resp.ok()) return Transport(resp.status(), what);
+  if (resp->status != 200) return StatusFromHttp(resp->status, resp->body, what);
+  auto loc = ParseNeedleLocation(resp->headers);
+  // A server that does not know local reads answers the GET with the blob and none of the fields.
+  if (!loc.ok()) return absl::UnimplementedError(kelp::StrCat(what, ": ", loc.status().message()));
+  return loc;
+}
+
 absl::Status VolumeClient::Sync(std::string_view location, const std::vector<uint32_t>& volume_ids) {
   std::string target = "/sync?volumes=";
   for (size_t i = 0; i < volume_ids.size(); ++i) kelp::StrAppend(&target, i ? "," : "", volume_ids[i]);

@@ -26,6 +26,7 @@
 #include "proto/volume.pb.h"
 #include "shared/http/http_client.h"
 #include "volume/client/blob_store.h"
+#include "volume/client/local_reader.h"
 
 namespace kelp::volume {
 
@@ -59,6 +60,12 @@ class VolumeClient {
   // and is returned.
   absl::Status Read(std::string_view location, std::string_view fid, uint64_t offset,
                     uint64_t length, const ByteSink& sink);
+
+  // Where blob fid sits in its volume's .dat on the server at location, for a reader on the
+  // same machine (docs/volume-http.md, "Local reads"). EROFS (the server's 403) when the server
+  // does not answer this to us; ENOENT if absent; Unimplemented if the answer lacks its fields
+  // (a server that does not know local reads).
+  absl::StatusOr<NeedleLocation> Locate(std::string_view location, std::string_view fid);
 
   // Makes every blob written so far to these volumes durable on every replica (POST
   // /sync?volumes=, docs/volume-http.md) on the server at location.

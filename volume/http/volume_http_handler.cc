@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "absl/strings/match.h"
 #include "shared/buffer_pool.h"
 #include "shared/json.h"
 #include "shared/log.h"
@@ -50,6 +51,12 @@ std::string HttpDate(uint64_t unix_ns) {
 
 bool IsDataMethod(std::string_view m) { return m == "PUT" || m == "POST" || m == "DELETE"; }
 
+// A GET asking where a needle is, for a reader on this machine (docs/volume-http.md, "Local
+// reads").
+bool IsLocate(const http::Request& req) {
+  return req.method() == "GET" && !req.header(kLocalReadHeader).empty();
+}
+
 }  // namespace
 
 VolumeHttpHandler::VolumeHttpHandler(Options options, Store* store, BlobService* blobs,
@@ -72,7 +79,7 @@ bool VolumeHttpHandler::RunInline(const http::Request& req) const {
   const std::string& m = req.method();
   const std::string& path = req.path();
   if (m == "GET" || m == "HEAD") {
-    if (path == "/status" || path == "/metrics") return true;
+    if (path == "/status" || path == "/metrics" || IsLocate(req)) return true;
     auto fid = ParseFidPath(path);
     if (!fid.ok()) return true;  // the 400 is quick
     std::shared_ptr<Volume> v = store_->Get(fid->volume_id);
@@ -126,9 +133,32 @@ void VolumeHttpHandler::Route(http::Request& req, http::ResponseWriter& w, Outco
     if (!req.body_done()) w.CloseAfter();  // don't read a body we refuse
     return w.SendStatus(a);
   }
+  if (IsLocate(req)) return Locate(req, w, *fid);
   if (m == "GET" || m == "HEAD") return Get(req, w, *fid, out);
   if (m == "DELETE") return Delete(req, w, *fid);
   return Put(req, w, *fid, out);
+}
+
+void VolumeHttpHandler::Locate(const http::Request& req, http::ResponseWriter& w,
+                               const FileId& fid) {
+  // Only a process on this machine can open the file; anyone else gets nothing from the path.
+  if (!absl::StartsWith(req.peer(), "127.")) {
+    return w.SendError(403, "local reads are answered only to this machine (127.0.0.0/8)");
+  }
+  std::shared_ptr<Volume> v = store_->Get(fid.volume_id);
+  if (!v) return w.SendError(404, kelp::StrCat("volume ", fid.volume_id, " is not on this server"));
+  std::string path = v->dat_path();
+  if (path.empty()) return w.SendError(403, "this volume is not on files a local reader can open");
+  absl::StatusOr<Volume::Handle> h = v->FindChecked(fid.key, fid.cookie);
+  if (!h.ok()) {
+    if (ErrnoOf(h.status()) == ENOENT) return w.SendError(404, "not found");
+    return w.SendStatus(h.status());
+  }
+  http::Headers hd;
+  hd.Add(kDatPathHeader, path);
+  hd.Add(kNeedleOffsetHeader, kelp::StrCat(h->offset));
+  hd.Add(kNeedleSizeHeader, kelp::StrCat(h->size));
+  (void)w.WriteHead(200, hd, 0);
 }
 
 void VolumeHttpHandler::Get(http::Request& req, http::ResponseWriter& w, const FileId& fid,

@@ -5,6 +5,9 @@
 //   DELETE /<fid>     -> 202 {"size"}, 404 if absent
 //   POST /sync?volumes=3,5  makes everything written to those volumes durable, on every
 //                     replica (-> 200 {"synced":N}); ?type=replicate: this copy only
+//   GET /<fid> with X-Kelp-Local-Read: 1, from 127.0.0.0/8 only -> 200, no body, where the
+//                     needle sits: X-Kelp-Dat (the .dat's absolute path), X-Kelp-Needle-Offset,
+//                     X-Kelp-Needle-Size (local reads: volume/client/local_reader.h)
 //   GET /status       JSON: volumes, sizes, counts, disk
 //   GET /metrics      Prometheus text
 // <fid> is "3,01637037d6", "3/01637037d6", either with an extension, or "3/01637037d6/name".
@@ -24,6 +27,7 @@
 
 #include "shared/http/http_server.h"
 #include "shared/security/security_config.h"
+#include "volume/client/local_reader.h"
 #include "volume/core/blob_service.h"
 #include "volume/core/volume_metrics.h"
 #include "volume/http/upload_budget.h"
@@ -53,6 +57,9 @@ class VolumeHttpHandler : public http::Handler {
   };
   void Route(http::Request& req, http::ResponseWriter& w, Outcome* out);
   void Get(http::Request& req, http::ResponseWriter& w, const FileId& fid, Outcome* out);
+  // GET /<fid> with kLocalReadHeader: where the needle sits in which file, for a reader on
+  // this machine (docs/volume-http.md, "Local reads").
+  void Locate(const http::Request& req, http::ResponseWriter& w, const FileId& fid);
   void Put(http::Request& req, http::ResponseWriter& w, const FileId& fid, Outcome* out);
   void Delete(http::Request& req, http::ResponseWriter& w, const FileId& fid);
   void Sync(http::Request& req, http::ResponseWriter& w);

@@ -7,6 +7,7 @@
 #include "shared/file_id.h"
 #include "shared/hash.h"
 #include "shared/status.h"
+#include "volume/client/local_reader.h"
 #include "volume/server/test_server.h"
 #include "volume/store/fault_env.h"
 
@@ -277,6 +278,49 @@ TEST_CASE("a ranged GET of a large blob damaged after its first read is a 500 fo
   CHECK(r.body.find(data.substr(699990, 10)) == std::string::npos);
   r = ranged(100, 199);  // the whole needle is verified again, and it is damaged
   CHECK(r.status == 500);
+}
+
+TEST_CASE(
+    "a GET with X-Kelp-Local-Read says where the needle is in which file, and sends no data") {
+  TestServer t;
+  REQUIRE(t.server->store().Allocate(3, "", "000").ok());
+  const std::string fid = Fid(3, 0x22, 0x1234);
+  std::string data = RandomBlob(5, 100000);
+  REQUIRE(t.Do("PUT", "/" + fid, data).status == 201);
+  REQUIRE(t.Do("PUT", "/" + Fid(3, 0x23, 0x1234), RandomBlob(6, 777)).status == 201);
+  kelp::http::Headers local;
+  local.Set(kLocalReadHeader, "1");
+  auto r = t.Do("GET", "/" + fid, {}, local);
+  REQUIRE(r.status == 200);
+  CHECK(r.body.empty());
+  auto loc = ParseNeedleLocation(r.headers);
+  REQUIRE(loc.ok());
+  CHECK(loc->size == data.size());
+  CHECK(loc->dat_path == t.dir.path() + "/3.dat");
+  std::string in(data.size(), 'x');
+  int fd = ::open(loc->dat_path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  CHECK(::pread(fd, in.data(), in.size(), loc->offset + 16) == static_cast<ssize_t>(in.size()));
+  ::close(fd);
+  CHECK(in == data);
+
+  CHECK(t.Do("GET", "/" + Fid(3, 0x22, 0x1235), {}, local).status == 404);  // another cookie
+  CHECK(t.Do("GET", "/" + Fid(3, 0x99, 0x1234), {}, local).status == 404);
+  CHECK(t.Do("GET", "/" + Fid(4, 0x22, 0x1234), {}, local).status == 404);
+  CHECK(t.Do("GET", "/3,zz", {}, local).status == 400);
+  REQUIRE(t.Do("DELETE", "/" + fid).status == 202);
+  CHECK(t.Do("GET", "/" + fid, {}, local).status == 404);
+}
+
+TEST_CASE("a volume on files no other process sees answers no local read") {
+  FaultEnv env;
+  TestServer t(nullptr, [&](VolumeServer::Options& o) { o.env = &env; });
+  REQUIRE(t.server->store().Allocate(1, "", "000").ok());
+  REQUIRE(t.Do("PUT", "/" + Fid(1, 1, 9), RandomBlob(1, 1024)).status == 201);
+  kelp::http::Headers local;
+  local.Set(kLocalReadHeader, "1");
+  CHECK(t.Do("GET", "/" + Fid(1, 1, 9), {}, local).status == 403);
+  CHECK(t.Do("GET", "/" + Fid(1, 1, 9)).body == RandomBlob(1, 1024));
 }
 
 TEST_CASE("a full disk answers 507 and loses nothing acknowledged") {

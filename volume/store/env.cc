@@ -102,6 +102,7 @@ class PosixEnv : public Env {
   }
 
   bool Exists(const std::string& path) override { return access(path.c_str(), F_OK) == 0; }
+  bool real_files() const override { return true; }
 
   absl::Status Rename(const std::string& from, const std::string& to) override {
     if (rename(from.c_str(), to.c_str()) != 0)

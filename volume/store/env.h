@@ -56,6 +56,11 @@ class Env {
   virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;
   virtual absl::Status SyncDir(const std::string& dir) = 0;
   virtual absl::StatusOr<DiskUsage> GetDiskUsage(const std::string& dir) = 0;
+  // Whether a path names a file that another process on this machine can open and read as it
+  // is (the real file system: true); a volume on such files lets a local client read needles
+  // straight from its .dat (docs/volume-http.md, "Local reads"). The test Envs say false:
+  // what they change would not reach a reader of the file itself.
+  virtual bool real_files() const { return false; }
 
   // The real file system (pread/pwrite/fdatasync). Never destroyed.
   static Env* Default();

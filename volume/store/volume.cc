@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <utility>
 
 #include "shared/coding.h"
@@ -424,7 +425,7 @@ std::optional<uint32_t> Volume::SizeOf(uint64_t key) const {
   return v->size;
 }
 
-absl::StatusOr<uint32_t> Volume::Stat(uint64_t key, uint32_t cookie) const {
+absl::StatusOr<Volume::Handle> Volume::FindChecked(uint64_t key, uint32_t cookie) const {
   std::optional<Handle> h = Find(key);
   if (!h) return NotFound(key);
   char head[format::kHeaderSize];
@@ -435,7 +436,19 @@ absl::StatusOr<uint32_t> Volume::Stat(uint64_t key, uint32_t cookie) const {
     return ChecksumFailure(absl::DataLossError("index and needle header disagree"), key);
   }
   if (n.cookie != cookie) return NotFound(key);
-  return h->size;
+  return *h;
+}
+
+absl::StatusOr<uint32_t> Volume::Stat(uint64_t key, uint32_t cookie) const {
+  ASSIGN_OR_RETURN(Handle h, FindChecked(key, cookie));
+  return h.size;
+}
+
+std::string Volume::dat_path() const {
+  if (!env_->real_files()) return "";
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(base_ + ".dat", ec);
+  return ec ? "" : p.lexically_normal().string();
 }
 
 absl::StatusOr<std::vector<Volume::Listed>> Volume::List(uint64_t after_key, size_t limit,

@@ -101,6 +101,15 @@ class Volume {
   std::optional<Handle> Find(uint64_t key) const;
   // The data size of a live needle (cheap: no I/O).
   std::optional<uint32_t> SizeOf(uint64_t key) const;
+  // Find, for a needle whose cookie matches, with its header read and checked against the
+  // index (no checksum). NotFound if absent, deleted or another cookie; DataLoss if the header
+  // does not match the index.
+  absl::StatusOr<Handle> FindChecked(uint64_t key, uint32_t cookie) const;
+  // The absolute path of the .dat, for a reader on this machine that reads needles found with
+  // FindChecked straight from the file (docs/volume-http.md, "Local reads"): the needle's
+  // header tells it whether the file it opened is the one the offset is in (a vacuum renames a
+  // new .dat over this path). "" when the volume is not on real files (Env::real_files).
+  std::string dat_path() const;
   // The data size of live needle key if its cookie matches: one header read, no checksum
   // (fsck asks this of every blob). NotFound if absent, deleted or another cookie; DataLoss
   // if the header does not match the index.
