@@ -174,8 +174,10 @@ void BlobClient::NoteLocal(const std::string& url, const absl::Status& s) {
              s.code() == absl::StatusCode::kUnimplemented) {
     state.state = Local::kNo;
     spdlog::info("reading blobs of {} over HTTP, not from its files: {}", url, s);
-  } else if (s.code() == absl::StatusCode::kUnavailable) {
-    // Not answering: over HTTP (where its failures show) until it has had time to come back.
+  } else if (s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kAborted) {
+    // Not answering, or its needles not where it says in the file this process opens (a
+    // vacuum twice in a row, or another machine's file of that name): over HTTP (where its
+    // failures show) for a while.
     state.state = Local::kNo;
     state.retry_after = std::chrono::steady_clock::now() + kLocalRetry;
   } else {

@@ -92,7 +92,7 @@ class BlobClient : public BlobStore {
   absl::StatusOr<std::vector<std::string>> LocationsOf(uint32_t volume_id, bool refresh);
   // What is known of a server's local reads: untried, working, or not for this process (for
   // good when it refused or its file could not be opened; for kLocalRetry when it did not
-  // answer).
+  // answer or its needle was not in the file where it said).
   enum class Local { kUntried, kYes, kNo };
   struct LocalState {
     Local state = Local::kUntried;
