@@ -324,8 +324,11 @@ TEST_CASE("blob client: without local reads every read goes over HTTP") {
 TEST_CASE(
     "blob client: a blob whose bytes in the volume's file are damaged is an error, never its "
     "bytes") {
-  LocalSetup s("kelp_blob_local_damaged_test");
-  std::string data = RandomBlob(47, 200000);
+  // Small blobs are read through the page cache, large ones with O_DIRECT.
+  const size_t size = GENERATE(size_t{200000}, size_t{(2 << 20) + 12345});
+  CAPTURE(size);
+  LocalSetup s(StrCat("kelp_blob_local_damaged_test_", size));
+  std::string data = RandomBlob(47, size);
   std::string fid = s.Put(data);
   auto loc = s.vc.Locate(s.t.addr(), fid);
   REQUIRE(loc.ok());

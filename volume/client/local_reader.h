@@ -63,6 +63,15 @@ class LocalReader {
   struct Dat;
   absl::Status ReadNeedle(std::string_view url, std::string_view fid, char* dst, size_t len,
                           bool header_only);
+  // Needles of at least this many bytes are read with O_DIRECT where the file system has it:
+  // straight from the device into a buffer of the thread's, not through the page cache, whose
+  // fresh pages cost more than the copy out of them (the volume drops what it wrote from the
+  // page cache, so a stream's needles are not there to be found anyway).
+  static constexpr size_t kDirectMin = 1 << 20;
+  // The needle at offset with len bytes of data, read with O_DIRECT into the thread's buffer:
+  // its header starts at the returned pointer + offset % 4096. Null when that failed (the
+  // caller reads through the page cache).
+  static char* DirectRead(const Dat& dat, uint64_t offset, size_t len);
   // The file at path, opened: the one kept open if it is still the file there, else a fresh
   // open that replaces it. PermissionDenied when this process cannot open it.
   absl::StatusOr<std::shared_ptr<Dat>> Open(const std::string& path);
