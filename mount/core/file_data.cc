@@ -88,14 +88,8 @@ FileData::FileData(FileContext* ctx, const Attr& attr)
 
 FileData::~FileData() {
   HandOverUnsynced();
-  std::vector<std::pair<uint64_t, uint64_t>> spilled;
-  {
-    MutexLock lock(mu_);
-    ctx_->journal_held -= journal_bytes_;
-    spilled.assign(spilled_.begin(), spilled_.end());
-    spilled.insert(spilled.end(), unspill_.begin(), unspill_.end());
-  }
-  Unspill(spilled);
+  MutexLock lock(mu_);
+  ctx_->journal_held -= journal_bytes_;
 }
 
 void FileData::HandOverUnsynced() {
@@ -123,69 +117,6 @@ void FileData::DropJournalLocked(uint64_t seq) {
   journal_bytes_ -= it->second->size();
   ctx_->journal_held -= it->second->size();
   journal_.erase(it);
-}
-
-std::string NewJournalCacheTag() {
-  std::random_device rd;
-  uint64_t r = (uint64_t{rd()} << 32) | rd();
-  return fmt::format("journal.{:016x}.", r);
-}
-
-std::string FileData::JournalCacheKey(uint64_t seq, uint64_t size) const {
-  return kelp::StrCat(ctx_->journal_cache_tag, ino_, ".", seq, ".", size);
-}
-
-void FileData::SpillJournal(bool drop_refused) {
-  ChunkCache* cache = ctx_->fetcher->cache();
-  std::vector<std::pair<uint64_t, std::shared_ptr<const std::string>>> held;
-  {
-    MutexLock lock(mu_);
-    if (cache == nullptr) {  // nowhere to put them: read back from the filer when needed
-      if (drop_refused) ClearViewLocked();
-      return;
-    }
-    for (auto it = journal_.begin(); it != journal_.end() && it->first < kPendingSeqBase; ++it) held.push_back(*it);
-  }
-  std::vector<uint64_t> stored;
-  std::string check;
-  uint64_t bytes = 0;
-  for (const auto& [seq, data] : held) {
-    const uint64_t size = data->size();
-    const std::string key = JournalCacheKey(seq, size);
-    const uint64_t block = cache->BlockSize(size);
-    bool in_cache = cache->Insert(key, size, 0, *data) == (size + block - 1) / block;
-    if (!in_cache) {  // stored before (a reload), or refused (full, a disk error)
-      check.resize(size);
-      in_cache = cache->Read(key, size, 0, size, check.data());
-    }
-    if (in_cache) {
-      stored.push_back(seq);
-      bytes += size;
-    } else if (drop_refused) {
-      stored.push_back(seq);  // read back from the filer when needed
-    }
-  }
-  ctx_->journal_spilled->Inc(bytes);
-  MutexLock lock(mu_);
-  for (size_t i = 0, k = 0; i < held.size() && k < stored.size(); ++i) {
-    if (held[i].first != stored[k]) continue;
-    ++k;
-    auto it = journal_.find(held[i].first);
-    if (it != journal_.end() && it->second == held[i].second) DropJournalLocked(held[i].first);
-    spilled_[held[i].first] = held[i].second->size();  // (a refused one costs a no-op forget)
-  }
-  resolved_.reset();
-}
-
-void FileData::Unspill(const std::vector<std::pair<uint64_t, uint64_t>>& entries) {
-  if (entries.empty()) return;
-  google::protobuf::RepeatedPtrField<filer::FreedBlob> names;
-  for (const auto& [seq, size] : entries) {
-    filer::FreedBlob* b = names.Add();
-    b->set_fid(JournalCacheKey(seq, size));
-    b->set_size(size);
-  }
-  ctx_->fetcher->Forget(names);
 }
 
 void FileData::ClearViewLocked() {

@@ -73,9 +73,6 @@ class VolumeSet {
   std::thread writeback_;
 };
 
-// A random tag for FileContext::journal_cache_tag.
-std::string NewJournalCacheTag();
-
 // Services every FileData of a mount shares. Owned by the Filesystem; outlives every FileData.
 struct FileContext {
   FilerClient* meta = nullptr;
@@ -95,21 +92,13 @@ struct FileContext {
   // 0 = never. At most filer::kMaxJournalCommit.
   uint64_t journal_max = 256 << 10;
   // Bytes of journaled chunks the mount's files may hold in memory in all; past it a file
-  // that commits (or loads its chunk list) moves its committed ones to the read cache
-  // (fetcher->cache()), or without one forgets them and reads them back from the filer
-  // (GetChunks) when needed.
+  // that commits lets go of its view, journaled bytes included, and reads them back from the
+  // filer (GetChunks) when needed.
   uint64_t journal_memory = 256 << 20;
   std::atomic<uint64_t> journal_held{0};
-  // Names journaled bytes in the read cache: "<tag><ino>.<seq>.<size>". A (seq, size) of an
-  // inode names the same bytes for good (seqs are never reused, a truncate changes the size),
-  // and the tag is random per mount, so an entry an earlier run left in the cache directory,
-  // maybe of another filesystem, is never read.
-  std::string journal_cache_tag = NewJournalCacheTag();
-  Counter* journal_spilled = MetricsRegistry::Default().GetCounter(
-      "kelp_mount_journal_spilled_bytes_total", "journaled bytes moved from memory to the read cache");
   Counter* journal_reloads = MetricsRegistry::Default().GetCounter(
       "kelp_mount_journal_reloads_total",
-      "reads that found journaled bytes neither in memory nor in the read cache and loaded the chunk list again");
+      "reads that found journaled bytes no longer in memory and loaded the chunk list again");
   // Called (without locks) with the attributes a commit returned.
   std::function<void(const Attr&)> on_attr;
 };
@@ -226,14 +215,6 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // Journaled bytes held for chunk seq (a commit moves them from a pending seq to the filer's).
   void HoldJournalLocked(uint64_t seq, std::shared_ptr<const std::string> data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropJournalLocked(uint64_t seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Past FileContext::journal_memory: moves the committed journaled bytes this file holds to
-  // the read cache (stored before they leave memory, so no reader misses them in between).
-  // Bytes the cache refuses are dropped too (read back from the filer when needed) if
-  // drop_refused, else kept (a reader that just loaded them is about to use them).
-  void SpillJournal(bool drop_refused);
-  std::string JournalCacheKey(uint64_t seq, uint64_t size) const;
-  // Drops these spilled entries (seq, size) from the read cache (in the background).
-  void Unspill(const std::vector<std::pair<uint64_t, uint64_t>>& entries);
 
   // ---- file_read.cc ----
   absl::Status EnsureLoaded();
@@ -304,12 +285,6 @@ class FileData : public std::enable_shared_from_this<FileData> {
   // their total (counted in FileContext::journal_held).
   std::map<uint64_t, std::shared_ptr<const std::string>> journal_ ABSL_GUARDED_BY(mu_);
   uint64_t journal_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  // Journaled bytes SpillJournal put in the read cache, by chunk seq: their size. Dropped from
-  // the cache when no read of this file can reach them any more (a newer chunk covers them, or
-  // this FileData goes), so they do not crowd out live data until evicted.
-  std::map<uint64_t, uint64_t> spilled_ ABSL_GUARDED_BY(mu_);
-  // Spilled entries to drop from the cache, taken by the next read (outside mu_).
-  std::vector<std::pair<uint64_t, uint64_t>> unspill_ ABSL_GUARDED_BY(mu_);
 
   DirtyBuffer dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;

@@ -475,10 +475,13 @@ TEST_CASE("journaled bytes the filer moved to a blob read the same, and so do on
   env.filer.core()->SetBlobStore(nullptr);
 }
 
-// Past the memory bound, journaled bytes go to the read cache: read back without the chunk
-// list's reload (which carries every not-yet-moved journaled byte of the file), and a cache
-// that does not have them costs one reload, not a wrong byte.
-TEST_CASE("journaled bytes past the memory bound are read back from the read cache, not reloaded") {
+// Past the memory bound, journaled bytes are let go even with a read cache (copying them into
+// it cost more than reading them back: bench/RESULTS.md, "Night, 2026-12-07 (18)"): the cache
+// takes none of them, memory stays bounded, and a read that needs them loads the chunk list
+// once.
+TEST_CASE(
+    "journaled bytes past the memory bound are let go, not put in the read cache, and read back "
+    "once") {
   Env env(4 << 20, 64 << 20, 0);
   kelp::testing::TempDir dir("kelp-journal-cache");
   auto opened = cache::TieredCache::Open(TestCacheOptions(dir.path()));
@@ -487,7 +490,6 @@ TEST_CASE("journaled bytes past the memory bound are read back from the read cac
   ChunkFetcher fetcher(&env.blobs, cache.get(), nullptr, ChunkFetcher::Options{});
   env.ctx.fetcher = &fetcher;
   env.ctx.journal_memory = 8 << 10;
-  const uint64_t spilled0 = env.ctx.journal_spilled->value(), reloads0 = env.ctx.journal_reloads->value();
   auto f = env.Open();
   std::string model;
   for (int i = 0; i < 13; ++i) {
@@ -498,63 +500,17 @@ TEST_CASE("journaled bytes past the memory bound are read back from the read cac
     model.resize(std::max<size_t>(model.size(), off + d.size()), '\0');
     model.replace(off, d.size(), d);
     REQUIRE(f->Flush(true).ok());
-    REQUIRE(ReadAll(*f, model.size()) == model);
+    CHECK(env.ctx.journal_held.load() <= env.ctx.journal_memory);
   }
   CHECK(env.blobs.puts() == 0);
-  CHECK(env.ctx.journal_held.load() <= env.ctx.journal_memory);
-  CHECK(env.ctx.journal_spilled->value() - spilled0 >= 13 * 3000 - env.ctx.journal_memory);
-  // No read loaded the chunk list (the file was new here): every one found the bytes in
-  // memory or in the cache.
-  CHECK(env.filer.calls(FilerMethod::kGetChunks) == 0);
-  CHECK(env.ctx.journal_reloads->value() == reloads0);
   const auto small = [&] { return cache->GetStats().tiers[static_cast<int>(cache::Tier::kSmall)]; };
-  // The last write covers the first: a resolution let its chunk (and cache entry) go.
-  CHECK(small().forgotten >= 1);
-  const uint64_t spilled_entries = small().entries;
-  CHECK(spilled_entries >= 6);
-
-  // Another mount sharing the cache directory's entries (another tag) never reads this one's:
-  // it loads the bytes from the filer, and over its bound spills them under its own tag.
-  FileContext other;
-  other.meta = env.ctx.meta;
-  other.blobs = env.ctx.blobs;
-  other.fetcher = env.ctx.fetcher;
-  other.budget = env.ctx.budget;
-  other.uploads = env.ctx.uploads;
-  other.chunk_size = env.ctx.chunk_size;
-  other.max_inline = env.ctx.max_inline;
-  other.journal_memory = env.ctx.journal_memory;
-  REQUIRE(other.journal_cache_tag != env.ctx.journal_cache_tag);
-  {
-    FileData g(&other, *env.filer.client()->GetAttr(env.attr.ino()));
-    REQUIRE(ReadAll(g, model.size()) == model);
-    CHECK(env.filer.calls(FilerMethod::kGetChunks) == 1);
-    CHECK(other.journal_held.load() <= other.journal_memory);
-    REQUIRE(ReadAll(g, model.size()) == model);
-    CHECK(env.filer.calls(FilerMethod::kGetChunks) == 1);
-    CHECK(small().entries > spilled_entries);
-  }
-  // Gone with the FileData that put them there: no read can reach them any more.
-  CHECK(small().entries == spilled_entries);
-
-  // A cache that does not take them: dropped at the commit, and the read reloads them once.
-  struct FullCache : ChunkCache {
-    bool Read(std::string_view, uint64_t, uint64_t, size_t, char*) override { return false; }
-    size_t Insert(std::string_view, uint64_t, uint64_t, std::string_view) override { return 0; }
-    uint64_t BlockSize(uint64_t blob_size) const override { return blob_size; }
-    void Forget(std::string_view, uint64_t) override {}
-  } full;
-  ChunkFetcher no_room(&env.blobs, &full, nullptr, ChunkFetcher::Options{});
-  env.ctx.fetcher = &no_room;
-  REQUIRE(f->Write(50000, std::string(3000, 'z')).ok());
-  model.replace(50000, 3000, std::string(3000, 'z'));
-  REQUIRE(f->Flush(true).ok());
+  CHECK(small().entries == 0);
   const uint64_t loads = env.filer.calls(FilerMethod::kGetChunks);
   REQUIRE(ReadAll(*f, model.size()) == model);
-  CHECK(env.filer.calls(FilerMethod::kGetChunks) == loads + 1);
-  CHECK(env.ctx.journal_reloads->value() == reloads0 + 1);
+  CHECK(env.filer.calls(FilerMethod::kGetChunks) == loads + 1);  // the view, let go, loaded again
   REQUIRE(ReadAll(*f, model.size()) == model);
   CHECK(env.filer.calls(FilerMethod::kGetChunks) == loads + 1);
+  CHECK(small().entries == 0);
   env.ctx.fetcher = &env.fetcher;
   cache->Close();
 }

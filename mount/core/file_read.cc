@@ -44,7 +44,6 @@ absl::Status FileData::EnsureLoaded() {
       if (load_generation_ != gen || resp->attr().version() < known_version_) continue;  // raced a change
       LoadViewLocked(*resp);
     }
-    if (ctx_->journal_held.load() > ctx_->journal_memory) SpillJournal(false);
     return absl::OkStatus();
   }
   return absl::UnavailableError("file content changed while loading it; try again");
@@ -91,13 +90,7 @@ void FileData::PruneShadowedLocked(const Resolved& r) {
     // Newer chunks cover every byte of it below the size: no read ever reaches it again (a
     // chunk reaching past the size is kept, the size may grow back over it).
     if (!visible[i] && c.offset() + c.size() <= size_) {
-      if (c.fid().empty()) {
-        DropJournalLocked(c.seq());
-        if (auto s = spilled_.find(c.seq()); s != spilled_.end()) {
-          unspill_.emplace_back(*s);
-          spilled_.erase(s);
-        }
-      }
+      if (c.fid().empty()) DropJournalLocked(c.seq());
       continue;
     }
     if (out != i) committed_[out] = std::move(committed_[i]);
@@ -160,20 +153,14 @@ absl::Status FileData::FillFromIntervals(const Resolved& res, uint64_t offset, u
           break;
         case filer::VisibleInterval::Source::kChunk: {
           uint64_t boff = v.blob_offset + (pos - v.offset);
-          if (v.chunk->fid().empty()) {  // journaled: its bytes are held here or in the read cache
+          if (v.chunk->fid().empty()) {  // journaled: its bytes are held here, or reloaded
             auto j = std::lower_bound(res.journal.begin(), res.journal.end(), v.chunk->seq(),
                                       [](const auto& e, uint64_t seq) { return e.first < seq; });
             if (j != res.journal.end() && j->first == v.chunk->seq() && boff + len <= j->second->size()) {
               std::memcpy(out, j->second->data() + boff, len);
               break;
             }
-            ChunkCache* cache = ctx_->fetcher->cache();
-            uint64_t size = v.chunk->blob_size();
-            if (cache == nullptr || size == 0 ||
-                !cache->Read(JournalCacheKey(v.chunk->seq(), size), size, boff, len, out)) {
-              return absl::AbortedError("journaled bytes no longer held");  // Read reloads
-            }
-            break;
+            return absl::AbortedError("journaled bytes no longer held");  // Read reloads
           }
           absl::Status s = ctx_->fetcher->Read(v.chunk->fid(), v.chunk->blob_size(), boff, len, out, sequential);
           if (!s.ok()) return PosixError(EIO, kelp::StrCat("read of inode ", ino_, ": ", s.message()));
@@ -220,7 +207,6 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
     RETURN_IF_ERROR(EnsureLoaded());
     std::shared_ptr<const Resolved> res;
     Ranges covered;
-    std::vector<std::pair<uint64_t, uint64_t>> unspill;
     uint64_t n;
     {
       MutexLock lock(mu_);
@@ -232,14 +218,11 @@ absl::StatusOr<size_t> FileData::Read(uint64_t offset, size_t len, char* dst, bo
       n = std::min<uint64_t>(len, size_ - offset);
       res = ResolvedLocked();
       OverlayMemoryLocked(offset, n, dst, &covered);
-      unspill.swap(unspill_);
     }
-    Unspill(unspill);
     covered = Merge(std::move(covered));
     absl::Status s = FillFromIntervals(*res, offset, n, dst, covered, sequential);
     if (s.code() == absl::StatusCode::kAborted && attempt < 5) {
-      // This mount let go of journaled bytes it resolved (memory bound) and the read cache
-      // does not have them: load them again.
+      // This mount let go of journaled bytes it resolved (memory bound): load them again.
       ctx_->journal_reloads->Inc();
       MarkStale();
       continue;

@@ -454,8 +454,12 @@ absl::Status FileData::Commit(uint64_t barrier, bool sync, filer::SetAttrRequest
     if (!HasLocalChangesLocked()) mtime_ns_ = 0;
     resolved_.reset();
   }
-  // The mount's files hold too many journaled bytes: this one's go to the read cache.
-  if (ctx_->journal_held.load() > ctx_->journal_memory) SpillJournal(true);
+  // The mount's files hold too many journaled bytes: this one lets go of its view, journaled
+  // bytes included, and loads it again when a read needs it (docs/mount.md, "Durability").
+  if (ctx_->journal_held.load() > ctx_->journal_memory) {
+    MutexLock lock(mu_);
+    ClearViewLocked();
+  }
   if (ctx_->on_attr) ctx_->on_attr(resp->attr());
   return absl::OkStatus();
 }
