@@ -68,6 +68,9 @@ class LocalReader {
   // fresh pages cost more than the copy out of them (the volume drops what it wrote from the
   // page cache, so a stream's needles are not there to be found anyway).
   static constexpr size_t kDirectMin = 1 << 20;
+  // The buffer is kept for the thread's next read: one per thread that reads a large needle,
+  // as large as the largest it read (4 MiB and 8 KiB with the defaults; a mount's prefetch and
+  // FUSE threads together hold some tens of MiB this way).
   // The needle at offset with len bytes of data, read with O_DIRECT into the thread's buffer:
   // its header starts at the returned pointer + offset % 4096. Null when that failed (the
   // caller reads through the page cache).
