@@ -262,6 +262,11 @@ struct LocalSetup {
     REQUIRE(t.server->store().Allocate(1, "", "000").ok());
     tc.primary = t.addr();
     tc.holders = {t.addr()};
+    Connect(prefix, local_reads_on);
+  }
+  // A fresh client (nothing cached of where volumes are, nor of which servers read locally),
+  // its metrics named by prefix.
+  void Connect(const std::string& prefix, bool local_reads_on = true) {
     BlobClient::Options o;
     o.metric_prefix = prefix;
     o.local_reads = local_reads_on;
@@ -375,25 +380,18 @@ TEST_CASE(
   LocalSetup s("kelp_blob_local_dead_test");
   std::string data = RandomBlob(61, 400000);
   std::string fid = s.Put(data);
-  // Another replica on this machine first, one nobody listens on.
+  // Another replica on this machine first, one nobody listens on; a client that looks it up.
   s.tc.holders = {"127.0.0.1:1", s.t.addr()};
-  BlobClient::Options o;
-  o.metric_prefix = "kelp_blob_local_dead_test2";
-  o.local_reads = true;
-  BlobClient bc(s.tc.Get(), &s.vc, o);
-  kelp::Counter* reads = kelp::MetricsRegistry::Default().GetCounter(
-      "kelp_blob_local_dead_test2_local_reads_total", "");
-  kelp::Counter* fallbacks = kelp::MetricsRegistry::Default().GetCounter(
-      "kelp_blob_local_dead_test2_local_read_fallbacks_total", "");
+  s.Connect("kelp_blob_local_dead_test2");
   std::string in(data.size(), 'x');
-  REQUIRE(bc.Read(fid, 0, in.size(), in.data()).ok());  // over HTTP from the live one
+  REQUIRE(s.bc->Read(fid, 0, in.size(), in.data()).ok());  // over HTTP from the live one
   CHECK(in == data);
-  CHECK(fallbacks->value() == 1);
-  CHECK(reads->value() == 0);
+  CHECK(s.fallbacks->value() == 1);
+  CHECK(s.local_reads->value() == 0);
   in.assign(data.size(), 'x');
-  REQUIRE(bc.Read(fid, 0, in.size(), in.data()).ok());  // the dead one is not tried again
+  REQUIRE(s.bc->Read(fid, 0, in.size(), in.data()).ok());  // the dead one is not tried again
   CHECK(in == data);
-  CHECK(reads->value() == 1);
-  CHECK(fallbacks->value() == 1);
-  CHECK(bc.ReadsLocally(fid));
+  CHECK(s.local_reads->value() == 1);
+  CHECK(s.fallbacks->value() == 1);
+  CHECK(s.bc->ReadsLocally(fid));
 }

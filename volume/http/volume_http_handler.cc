@@ -147,7 +147,7 @@ void VolumeHttpHandler::Locate(const http::Request& req, http::ResponseWriter& w
   }
   std::shared_ptr<Volume> v = store_->Get(fid.volume_id);
   if (!v) return w.SendError(404, kelp::StrCat("volume ", fid.volume_id, " is not on this server"));
-  std::string path = v->dat_path();
+  const std::string& path = v->dat_path();
   if (path.empty()) return w.SendError(403, "this volume is not on files a local reader can open");
   absl::StatusOr<Volume::Handle> h = v->FindChecked(fid.key, fid.cookie);
   if (!h.ok()) {

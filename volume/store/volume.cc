@@ -78,12 +78,21 @@ absl::Status NotFound(uint64_t key) {
   return PosixError(ENOENT, kelp::StrCat("needle ", key, " not found"));
 }
 
+// Volume::dat_path(): worked out once, as a local reader asks for it with every needle.
+std::string DatPathFor(const Env& env, const std::string& base) {
+  if (!env.real_files()) return "";
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(base + ".dat", ec);
+  return ec ? "" : p.lexically_normal().string();
+}
+
 }  // namespace
 
 Volume::Volume(Options options)
     : opts_(std::move(options)),
       base_(BasePath(opts_.dir, opts_.collection, opts_.id)),
       env_(opts_.env ? opts_.env : Env::Default()),
+      dat_path_(DatPathFor(*env_, base_)),
       size_limit_(opts_.size_limit) {}
 
 Volume::~Volume() = default;
@@ -442,13 +451,6 @@ absl::StatusOr<Volume::Handle> Volume::FindChecked(uint64_t key, uint32_t cookie
 absl::StatusOr<uint32_t> Volume::Stat(uint64_t key, uint32_t cookie) const {
   ASSIGN_OR_RETURN(Handle h, FindChecked(key, cookie));
   return h.size;
-}
-
-std::string Volume::dat_path() const {
-  if (!env_->real_files()) return "";
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::absolute(base_ + ".dat", ec);
-  return ec ? "" : p.lexically_normal().string();
 }
 
 absl::StatusOr<std::vector<Volume::Listed>> Volume::List(uint64_t after_key, size_t limit,

@@ -109,7 +109,7 @@ class Volume {
   // FindChecked straight from the file (docs/volume-http.md, "Local reads"): the needle's
   // header tells it whether the file it opened is the one the offset is in (a vacuum renames a
   // new .dat over this path). "" when the volume is not on real files (Env::real_files).
-  std::string dat_path() const;
+  const std::string& dat_path() const { return dat_path_; }
   // The data size of live needle key if its cookie matches: one header read, no checksum
   // (fsck asks this of every blob). NotFound if absent, deleted or another cookie; DataLoss
   // if the header does not match the index.
@@ -219,6 +219,7 @@ class Volume {
   int copies_ = 1;
   std::string replication_;  // from the superblock; fixed once opened
   Env* env_;
+  const std::string dat_path_;  // see dat_path()
 
   // Lock order: compact_mu_, then write_mu_, then map_mu_ (each may be taken alone).
   // sync_mu_ is a leaf: WaitDurable releases it before it takes map_mu_.
