@@ -179,7 +179,8 @@ class FilerService {
   // May be called once the service started. Not owned.
   void SetBlobStore(volume::BlobStore* blobs);
   // Moves the journaled bytes committed at or before older_than_ms (ms since the epoch) into
-  // blobs, one durable blob per inode, at most about max_bytes a round; their chunk records
+  // blobs, one per inode (each inode once a call), at most about max_bytes a round, all made
+  // durable by one sync of their volumes before any record names them; their chunk records
   // keep their seqs. Returns the bytes moved. The maintenance loop calls it with
   // options.journal_age; tests call it.
   absl::StatusOr<uint64_t> MoveJournal(int64_t older_than_ms, uint64_t max_bytes);

@@ -3,6 +3,7 @@
 // and moved to blobs in the background with their seqs unchanged.
 #include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "filer/client/chunk_intervals.h"
@@ -18,7 +19,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// In-memory blobs; counts Puts and whether each asked for fsync.
+// In-memory blobs, all in volume 1; counts Puts, syncs and discards, and which blobs a
+// sync (or a synced Put) made durable.
 class MemBlobs : public kelp::volume::BlobStore {
  public:
   absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override {
@@ -27,6 +29,7 @@ class MemBlobs : public kelp::volume::BlobStore {
     std::string fid = Fid(1000 + blobs_.size());
     blobs_[fid] = std::string(data);
     fsyncs_ += fsync ? 1 : 0;
+    if (fsync) durable_.insert(fid);
     return fid;
   }
   absl::Status Get(std::string_view fid, uint64_t offset, uint64_t length,
@@ -41,23 +44,54 @@ class MemBlobs : public kelp::volume::BlobStore {
     }
     return sink(bytes);
   }
-  absl::Status SyncVolumes(const std::vector<uint32_t>&) override { return absl::OkStatus(); }
-  void Discard(const std::vector<std::string>&) override {}
+  absl::Status SyncVolumes(const std::vector<uint32_t>& volume_ids) override {
+    kelp::MutexLock lock(mu_);
+    if (fail_sync) return kelp::PosixError(EIO, "volume server down");
+    ++syncs_;
+    for (uint32_t v : volume_ids) {
+      if (v != 1) continue;
+      for (const auto& [fid, data] : blobs_) durable_.insert(fid);
+    }
+    return absl::OkStatus();
+  }
+  void Discard(const std::vector<std::string>& fids) override {
+    kelp::MutexLock lock(mu_);
+    for (const auto& fid : fids) {
+      blobs_.erase(fid);
+      ++discards_;
+    }
+  }
 
   size_t puts() {
     kelp::MutexLock lock(mu_);
-    return blobs_.size();
+    return blobs_.size() + discards_;
   }
   size_t fsyncs() {
     kelp::MutexLock lock(mu_);
     return fsyncs_;
   }
+  size_t syncs() {
+    kelp::MutexLock lock(mu_);
+    return syncs_;
+  }
+  size_t discards() {
+    kelp::MutexLock lock(mu_);
+    return discards_;
+  }
+  bool durable(const std::string& fid) {
+    kelp::MutexLock lock(mu_);
+    return durable_.count(fid) > 0;
+  }
   bool fail = false;
+  bool fail_sync = false;
 
  private:
   kelp::Mutex mu_;
   std::map<std::string, std::string> blobs_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> durable_ ABSL_GUARDED_BY(mu_);
   size_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t discards_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 Chunk Journaled(uint64_t offset, const std::string& data) {
@@ -175,7 +209,8 @@ TEST_CASE("truncate trims journaled bytes, unlink drops them") {
   h.RequireConsistent();
 }
 
-TEST_CASE("old journaled bytes move to one durable blob per inode, with their seqs and bytes") {
+TEST_CASE(
+    "old journaled bytes move to one blob per inode, made durable before any record names it") {
   Harness h(KELP_BACKENDS);
   MemBlobs blobs;
   uint64_t f = h.Mkfile(1, "f");
@@ -201,7 +236,9 @@ TEST_CASE("old journaled bytes move to one durable blob per inode, with their se
   REQUIRE(moved.ok());
   CHECK(*moved == 10);
   CHECK(blobs.puts() == 2);
-  CHECK(blobs.fsyncs() == 2);
+  // Uploaded without a sync each, then one sync of their volume for the round.
+  CHECK(blobs.fsyncs() == 0);
+  CHECK(blobs.syncs() == 1);
   CHECK(JournalKeys(h, f) == 0);
   CHECK(JournalKeys(h, g) == 0);
   auto after_f = h.fs->GetChunks(f);
@@ -211,11 +248,46 @@ TEST_CASE("old journaled bytes move to one durable blob per inode, with their se
   for (int i = 0; i < after_f->chunks_size(); ++i) {
     CHECK(after_f->chunks(i).seq() == before_f->chunks(i).seq());
     CHECK_FALSE(after_f->chunks(i).fid().empty());
+    CHECK(blobs.durable(after_f->chunks(i).fid()));
     CHECK(after_f->chunks(i).data().empty());
   }
   CHECK(Content(h, f, &blobs) == want_f);
   CHECK(Content(h, g, &blobs) == want_g);
   CHECK(want_f == "aaBB");
+  h.RequireConsistent();
+}
+
+TEST_CASE(
+    "a journal move whose volume sync fails points no record at its blobs and loses nothing") {
+  Harness h(KELP_BACKENDS);
+  MemBlobs blobs;
+  h.fs->SetBlobStore(&blobs);
+  uint64_t f = h.Mkfile(1, "f");
+  uint64_t g = h.Mkfile(1, "g");
+  REQUIRE(Commit(h, f, {Journaled(0, "ffff")}).ok());
+  REQUIRE(Commit(h, g, {Journaled(0, "gg")}).ok());
+  int64_t committed_ms = h.clock.WallNs() / 1'000'000;
+
+  blobs.fail_sync = true;
+  CHECK(Err(h.fs->MoveJournal(committed_ms, 1 << 20)) == EIO);
+  CHECK(blobs.puts() == 2);
+  CHECK(blobs.discards() == 2);  // uploaded, never named: handed back
+  CHECK(JournalKeys(h, f) == 1);
+  CHECK(JournalKeys(h, g) == 1);
+  for (uint64_t ino : {f, g}) {
+    auto c = h.fs->GetChunks(ino);
+    REQUIRE(c.ok());
+    for (const auto& chunk : c->chunks()) CHECK(chunk.fid().empty());
+  }
+  CHECK(Content(h, f, nullptr) == "ffff");
+  h.RequireConsistent();
+
+  // Both are still queued: the next round moves them.
+  blobs.fail_sync = false;
+  CHECK(*h.fs->MoveJournal(committed_ms, 1 << 20) == 6);
+  CHECK(JournalKeys(h, f) + JournalKeys(h, g) == 0);
+  CHECK(Content(h, f, &blobs) == "ffff");
+  CHECK(Content(h, g, &blobs) == "gg");
   h.RequireConsistent();
 }
 
@@ -283,16 +355,16 @@ TEST_CASE("a round moves about max_bytes, oldest first, and the rest later") {
     h.clock.Advance(1ms);
   }
   int64_t now_ms = h.clock.WallNs() / 1'000'000;
-  CHECK(*h.fs->MoveJournal(now_ms - 6, 350) == 400);  // the 4 oldest of the 5 due
-  CHECK(JournalKeys(h, f) == 6);
-  CHECK(*h.fs->MoveJournal(now_ms - 6, 1 << 20) == 100);  // the fifth; the rest is younger
+  CHECK(*h.fs->MoveJournal(now_ms - 6, 350) == 300);  // the 3 oldest of the 5 due
+  CHECK(JournalKeys(h, f) == 7);
+  CHECK(*h.fs->MoveJournal(now_ms - 6, 1 << 20) == 200);  // the other 2; the rest is younger
   CHECK(JournalKeys(h, f) == 5);
   CHECK(*h.fs->MoveJournal(now_ms, 1 << 20) == 500);
   CHECK(JournalKeys(h, f) == 0);
   std::string want;
   for (int i = 0; i < 10; ++i) want += std::string(100, 'a' + i);
   CHECK(Content(h, f, &blobs) == want);
-  CHECK(blobs.puts() == 4);  // 300 + 100 bytes in the first call (two rounds), then one each
+  CHECK(blobs.puts() == 3);  // an inode goes once a round: one blob per call
   h.RequireConsistent();
 }
 
