@@ -56,6 +56,14 @@ std::string ReadFile(const std::string& p) {
 }  // namespace
 
 TEST_CASE("gRPC with the certificates of security.toml is mutual TLS: only certificates of the CA get in") {
+#if defined(__SANITIZE_THREAD__)
+  // What runs concurrently here is gRPC's TLS transport inside Debian's OpenSSL, both built
+  // without TSan: their handshake buffers, passed between gRPC's threads, read as races. Kelp's
+  // part (the credentials) is made on this thread; Kelp's own TLS transport, which calls
+  // OpenSSL itself, is covered under TSan by shared/rpc/rpc_test.cc.
+  WARN("skipped under TSan: gRPC's TLS runs in OpenSSL built without TSan");
+  return;
+#endif
   kelp::testing::TempDir dir("kelp-tls");
   auto pki = testing::MakeTestPki(dir.path());
   REQUIRE(pki.ok());
