@@ -137,14 +137,20 @@ absl::StatusOr<uint64_t> FilerService::MoveJournal(int64_t older_than_ms, uint64
   // Durable before any record points at them: the records are what an fsync acknowledged.
   std::set<uint32_t> volumes;
   std::vector<std::string> uploaded;
+  absl::Status synced;
   for (const Move& m : moves) {
     if (m.fid.empty()) continue;
     uploaded.push_back(m.fid);
     auto id = FileId::Parse(m.fid);
-    if (id.ok()) volumes.insert(id->volume_id);
+    if (id.ok()) {
+      volumes.insert(id->volume_id);
+    } else if (synced.ok()) {
+      synced = id.status();  // a volume it cannot name, it cannot sync
+    }
   }
   if (!uploaded.empty()) {
-    absl::Status synced = blobs->SyncVolumes(std::vector<uint32_t>(volumes.begin(), volumes.end()));
+    if (synced.ok())
+      synced = blobs->SyncVolumes(std::vector<uint32_t>(volumes.begin(), volumes.end()));
     if (!synced.ok()) {
       spdlog::warn("filer: syncing the blobs of {} journal moves: {}", uploaded.size(), synced);
       blobs->Discard(uploaded);  // nothing points at them

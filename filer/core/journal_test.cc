@@ -26,7 +26,8 @@ class MemBlobs : public kelp::volume::BlobStore {
   absl::StatusOr<std::string> Put(std::string_view data, bool fsync) override {
     kelp::MutexLock lock(mu_);
     if (fail) return kelp::PosixError(EIO, "volume server down");
-    std::string fid = Fid(1000 + blobs_.size());
+    std::string fid =
+        bad_fid ? "not a fid " + std::to_string(blobs_.size()) : Fid(1000 + blobs_.size());
     blobs_[fid] = std::string(data);
     fsyncs_ += fsync ? 1 : 0;
     if (fsync) durable_.insert(fid);
@@ -84,6 +85,7 @@ class MemBlobs : public kelp::volume::BlobStore {
   }
   bool fail = false;
   bool fail_sync = false;
+  bool bad_fid = false;  // Put names its blobs with something no volume id can be read from
 
  private:
   kelp::Mutex mu_;
@@ -282,8 +284,15 @@ TEST_CASE(
   CHECK(Content(h, f, nullptr) == "ffff");
   h.RequireConsistent();
 
-  // Both are still queued: the next round moves them.
+  // A blob whose fid names no volume cannot be synced either: nothing relinked.
   blobs.fail_sync = false;
+  blobs.bad_fid = true;
+  CHECK_FALSE(h.fs->MoveJournal(committed_ms, 1 << 20).ok());
+  CHECK(blobs.discards() == 4);
+  CHECK(JournalKeys(h, f) + JournalKeys(h, g) == 2);
+
+  // Both are still queued: the next round moves them.
+  blobs.bad_fid = false;
   CHECK(*h.fs->MoveJournal(committed_ms, 1 << 20) == 6);
   CHECK(JournalKeys(h, f) + JournalKeys(h, g) == 0);
   CHECK(Content(h, f, &blobs) == "ffff");
